@@ -1,0 +1,94 @@
+"""Obligations and the `Checker` interface that decides them.
+
+An obligation is a closed formula whose *unsatisfiability* proves a property (it states "the property
+fails here"). Its canonical text is SMT-LIB 2, and its SHA-256 is the cache key and the certificate
+entry. A satisfying model is only a candidate counterexample: the caller replays it on the semantics
+before reporting it. Solver `unknown` and timeouts are outcomes, never facts (STYLE 7).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Protocol
+
+import z3
+
+PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
+
+
+@dataclass(frozen=True)
+class Obligation:
+    """`formula` must be unsat for the property to hold. `witness` names terms whose values a model
+    should report (thread ids, element indices, input values)."""
+
+    name: str
+    prop: str
+    formula: z3.BoolRef
+    witness: dict[str, z3.ExprRef] = field(default_factory=dict)
+
+    def smt2(self) -> str:
+        solver = z3.Solver()
+        solver.add(self.formula)
+        return solver.to_smt2()
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.smt2().encode()).hexdigest()
+
+
+@dataclass
+class Outcome:
+    status: str                                  # proved | refuted | unknown
+    backend: str
+    seconds: float
+    model: dict[str, object] | None = None      # witness name -> int | Fraction | bool
+    reason: str | None = None
+    z3_model: z3.ModelRef | None = None          # for replay in-process; never serialised
+
+
+class Checker(Protocol):
+    name: str
+
+    def check(self, obligation: Obligation, timeout_s: float) -> Outcome: ...
+
+
+def model_value(value: z3.ExprRef) -> object:
+    """A Python value for a concrete z3 value (int for bit-vectors, Fraction for reals)."""
+    if z3.is_bv_value(value):
+        return value.as_long()
+    if z3.is_rational_value(value):
+        return Fraction(value.as_fraction())
+    if z3.is_algebraic_value(value):
+        return Fraction(value.approx(30).as_fraction())
+    if z3.is_true(value) or z3.is_false(value):
+        return z3.is_true(value)
+    return str(value)
+
+
+class Z3Checker:
+    """Z3 in-process with a fresh solver per obligation, a fixed seed and a work limit (STYLE 9)."""
+
+    name = "z3"
+
+    def __init__(self, rlimit: int = 50_000_000, seed: int = 0):
+        self.rlimit = rlimit
+        self.seed = seed
+
+    def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        start = time.monotonic()
+        solver = z3.Solver()
+        solver.set("timeout", max(int(timeout_s * 1000), 1))
+        solver.set("rlimit", self.rlimit)
+        solver.set("random_seed", self.seed)
+        solver.add(obligation.formula)
+        result = solver.check()
+        seconds = time.monotonic() - start
+        if result == z3.unsat:
+            return Outcome(PROVED, self.name, seconds)
+        if result == z3.sat:
+            m = solver.model()
+            values = {k: model_value(m.eval(t, model_completion=True)) for k, t in obligation.witness.items()}
+            return Outcome(REFUTED, self.name, seconds, values, z3_model=m)
+        return Outcome(UNKNOWN, self.name, seconds, reason=f"z3: {solver.reason_unknown()}")

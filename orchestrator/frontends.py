@@ -1,0 +1,341 @@
+"""Frontends: turn a kernel source (CUDA C++, Triton, or PTX) into the PTX that LARK verifies.
+
+PTX is the one formal target (DESIGN §5), so each frontend's only job is to produce it and to make sure the
+requested entry is in it. Compiler failures are the user's to fix, so they surface as `FrontendError`, an
+`IntakeError` (exit status 3) carrying the compiler's own message trimmed to its useful lines. Compiling
+costs ~1 s (nvcc) or ~2 s (Triton); the PTX is cached on disk by content so repeated runs do not pay it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import importlib.util
+import inspect
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from orchestrator.manifest import Dim3, IntakeError, KernelSpec
+
+CACHE_FORMAT = 1  # bump when the flags below or the cached record change, to orphan old entries
+NVCC_FLAGS = ("-ptx", "-O3")  # no -lineinfo: debug directives are noise for the PTX parser
+NVCC_TIMEOUT_S = 300
+# FP fusion pinned to Triton 3.9's default so the PTX (and its certificate hash) does not depend on the
+# environment; under exact arithmetic an fma and a mul+add mean the same thing.
+TRITON_OPTIONS: dict[str, Any] = {"enable_fp_fusion": True}
+MESSAGE_LINES = 30
+
+ENTRY_RE = re.compile(r"\.entry\s+([\w$]+)\s*\(")
+
+
+class FrontendError(IntakeError):
+    """A kernel the frontend cannot turn into PTX; the message carries the compiler's explanation."""
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """The PTX of one kernel and what the frontend knows about its launch.
+
+    `block` is the thread-block shape the kernel fixes (Triton's 32*num_warps, or a `.reqntid`), None when
+    it does not fix one. `user_params` is how many leading PTX parameters `launch.args` binds; None means
+    all of them. Triton appends scratch-buffer pointers that its launcher supplies, so it sets this.
+    """
+
+    ptx: str
+    entry: str
+    block: Dim3 | None
+    user_params: int | None = None
+
+
+# ---------------------------------------------------------------------------------------------------------
+# PTX inspection shared by every frontend
+# ---------------------------------------------------------------------------------------------------------
+
+
+def ptx_entries(ptx: str) -> list[str]:
+    """Names of the kernels (`.entry`) a PTX module defines."""
+    return ENTRY_RE.findall(ptx)
+
+
+def _check_entry(ptx: str, entry: str, source: Path) -> None:
+    """Fail early, with the names that do exist, when the manifest's entry is not in the PTX."""
+    entries = ptx_entries(ptx)
+    if entry in entries:
+        return
+    found = ", ".join(entries) or "none"
+    message = f'no kernel "{entry}" in the PTX of {source.name}; entries found: {found}'
+    if any(name.startswith("_Z") for name in entries):
+        message += (
+            '. Names starting with "_Z" are C++-mangled: declare the kernel extern "C" '
+            f'(extern "C" __global__ void {entry}(...)) so its PTX name is its C name'
+        )
+    raise FrontendError("kernel.entry", message)
+
+
+def _reqntid(ptx: str, entry: str) -> Dim3 | None:
+    """The block shape an entry requires via `.reqntid`, if it declares one."""
+    header = re.search(rf"\.entry\s+{re.escape(entry)}\s*\([^)]*\)([^{{]*)\{{", ptx)
+    found = header and re.search(r"\.reqntid\s+(\d+)(?:\s*,\s*(\d+))?(?:\s*,\s*(\d+))?", header.group(1))
+    if not found:
+        return None
+    x, y, z = (int(d) if d else 1 for d in found.groups())
+    return x, y, z
+
+
+def _trim(text: str, from_error: bool = True, limit: int = MESSAGE_LINES) -> str:
+    """The useful part of a compiler's message: blank lines dropped, capped, and (for nvcc, whose
+    warnings come first) starting at the first error line."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    first = next((i for i, line in enumerate(lines) if "error" in line.lower()), 0) if from_error else 0
+    kept = lines[first:first + limit]
+    if len(lines) - first > limit:
+        kept.append(f"... ({len(lines) - first - limit} more lines)")
+    return "\n".join(kept)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# CUDA C++ via nvcc
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _nvcc() -> str:
+    """Path of nvcc, or a FrontendError that says how to proceed without it."""
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        raise FrontendError(
+            "kernel.source",
+            "nvcc was not found on PATH; it is needed to compile CUDA kernels (.cu). Install the CUDA "
+            "toolkit, or give the kernel as .ptx",
+        )
+    return nvcc
+
+
+@lru_cache(maxsize=4)
+def _nvcc_version(nvcc: str) -> str:
+    """nvcc's version banner, part of the cache key: a new compiler may emit different PTX."""
+    proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "unknown"
+
+
+def _compile_cuda(spec: KernelSpec) -> CompiledKernel:
+    """nvcc -ptx into a temporary folder; nvcc's diagnostics become the FrontendError's message."""
+    nvcc = _nvcc()
+    with tempfile.TemporaryDirectory(prefix="lark-nvcc-") as tmp:
+        out = Path(tmp) / "kernel.ptx"
+        cmd = [nvcc, *NVCC_FLAGS, f"-arch={spec.arch}", "-o", str(out), str(spec.source)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            message = f"nvcc ran over {NVCC_TIMEOUT_S} s on {spec.source}"
+            raise FrontendError("kernel.source", message) from None
+        if proc.returncode != 0:
+            detail = _trim(proc.stderr or proc.stdout)
+            raise FrontendError("kernel.source", f"nvcc could not compile {spec.source.name}:\n{detail}")
+        ptx = out.read_text(encoding="utf-8")
+    _check_entry(ptx, spec.entry, spec.source)
+    return CompiledKernel(ptx, spec.entry, _reqntid(ptx, spec.entry))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Triton via triton.compile (no GPU needed)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _import_user_module(source: Path) -> ModuleType:
+    """Execute the user's kernel file as a module, with its folder importable for sibling helpers."""
+    name = "_lark_kernel_" + hashlib.sha256(str(source).encode()).hexdigest()[:16]
+    module_spec = importlib.util.spec_from_file_location(name, source)
+    if module_spec is None or module_spec.loader is None:
+        raise FrontendError("kernel.source", f"cannot import {source} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    folder = str(source.parent)
+    sys.modules[name] = module  # dataclasses and the like look their module up while it executes
+    sys.path.insert(0, folder)
+    try:
+        module_spec.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        message = f"importing {source.name} failed: {type(exc).__name__}: {exc}"
+        raise FrontendError("kernel.source", message) from None
+    finally:
+        sys.path.remove(folder)
+        sys.modules.pop(name, None)
+    return module
+
+
+def _jit_function(module: ModuleType, spec: KernelSpec) -> Any:
+    """The @triton.jit function named by `entry`, looking through @autotune/@heuristics wrappers."""
+    from triton.runtime.jit import JITFunction
+
+    obj = getattr(module, spec.entry, None)
+    while obj is not None and not isinstance(obj, JITFunction) and hasattr(obj, "fn"):
+        obj = obj.fn
+    if not isinstance(obj, JITFunction):
+        found = sorted(k for k, v in vars(module).items() if isinstance(v, JITFunction)) or ["none"]
+        raise FrontendError(
+            "kernel.entry",
+            f'no @triton.jit function "{spec.entry}" in {spec.source.name}; found: {", ".join(found)}',
+        )
+    return obj
+
+
+def _check_triton_type(name: str, ty: str) -> None:
+    """Triton answers an unknown type with a bare KeyError; say which parameter and what is allowed."""
+    from triton.language import str_to_ty
+
+    try:
+        str_to_ty(ty, None)
+    except Exception:
+        raise FrontendError(
+            f"kernel.signature.{name}",
+            f'"{ty}" is not a Triton type; use e.g. "*fp32", "*fp16", "*bf16", "*i32", "i32", "i64", "fp32"',
+        ) from None
+
+
+def _triton_signature(fn: Any, spec: KernelSpec) -> tuple[dict[str, str], dict[str, Any]]:
+    """Match the manifest's signature/constexprs to the function's parameters, in parameter order."""
+    names = [p.name for p in fn.params]
+    unknown = sorted((set(spec.signature) | set(spec.constexprs)) - set(names))
+    if unknown:
+        raise FrontendError(
+            "kernel.signature", f'"{unknown[0]}" is not a parameter of {spec.entry}({", ".join(names)})'
+        )
+    signature: dict[str, str] = {}
+    constexprs: dict[str, Any] = {}
+    for param in fn.params:
+        name, has_default = param.name, param.default is not inspect.Parameter.empty
+        if name in spec.constexprs or param.is_constexpr and has_default and name not in spec.signature:
+            signature[name] = "constexpr"
+            constexprs[name] = spec.constexprs.get(name, param.default)
+        elif param.is_constexpr:
+            raise FrontendError(
+                "kernel.constexprs", f'"{name}" is a tl.constexpr of {spec.entry}: give its value here'
+            )
+        elif name in spec.signature:
+            _check_triton_type(name, spec.signature[name])
+            signature[name] = spec.signature[name]
+        else:
+            raise FrontendError(
+                "kernel.signature", f'parameter "{name}" of {spec.entry} needs a type here, e.g. "i32"'
+            )
+    return signature, constexprs
+
+
+def _triton_message(exc: Exception, fn: Any, source: Path) -> str:
+    """Triton's own explanation; its line numbers count from the `def`, so add the file's line."""
+    node = getattr(exc, "node", None)
+    where = ""
+    if getattr(exc, "src", None) == fn.src and hasattr(node, "lineno"):
+        where = f" (at {source.name}:{fn.def_file_line_number + node.lineno - 1})"
+    text = str(exc) if type(exc).__module__.startswith("triton") else f"{type(exc).__name__}: {exc}"
+    return f"Triton could not compile {fn.__name__}{where}:\n{_trim(text, from_error=False)}"
+
+
+def _compile_triton(spec: KernelSpec) -> CompiledKernel:
+    """triton.compile for an sm_NN target without a GPU; line info off, Triton's own cache in ours."""
+    import triton
+    from triton import knobs
+
+    fn = _jit_function(_import_user_module(spec.source), spec)
+    signature, constexprs = _triton_signature(fn, spec)
+    target = triton.backends.compiler.GPUTarget("cuda", int(re.sub(r"\D", "", spec.arch)), 32)
+    source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
+    options = {**TRITON_OPTIONS, "num_warps": spec.num_warps}
+    with knobs.compilation.scope(), knobs.cache.scope():
+        knobs.compilation.disable_line_info = True
+        knobs.cache.dir = str(cache_dir().parent / "triton")
+        try:
+            compiled = triton.compile(source, target=target, options=options)
+        except Exception as exc:
+            raise FrontendError("kernel.source", _triton_message(exc, fn, spec.source)) from None
+    ptx = compiled.asm["ptx"]
+    _check_entry(ptx, spec.entry, spec.source)
+    user_params = sum(1 for ty in signature.values() if ty != "constexpr")
+    return CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Dispatch and the on-disk cache
+# ---------------------------------------------------------------------------------------------------------
+
+COMPILERS: dict[str, Callable[[KernelSpec], CompiledKernel]] = {
+    "cuda": _compile_cuda,
+    "triton": _compile_triton,
+}
+
+
+def _compiler_identity(language: str) -> dict[str, Any]:
+    """Compiler version and options: everything besides the source that shapes the PTX."""
+    if language == "cuda":
+        return {"nvcc": _nvcc_version(_nvcc()), "flags": NVCC_FLAGS}
+    return {"triton": importlib.metadata.version("triton"), "options": TRITON_OPTIONS, "line_info": False}
+
+
+def cache_dir() -> Path:
+    """Where compiled PTX lives: $LARK_CACHE_DIR/ptx, else ~/.cache/lark/ptx."""
+    root = os.environ.get("LARK_CACHE_DIR")
+    return Path(root) / "ptx" if root else Path.home() / ".cache" / "lark" / "ptx"
+
+
+def cache_key(spec: KernelSpec, text: str) -> str:
+    """SHA-256 over the source text, entry, arch, frontend options and compiler version."""
+    record = {
+        "format": CACHE_FORMAT, "language": spec.language, "source": text, "entry": spec.entry,
+        "arch": spec.arch, "signature": spec.signature, "constexprs": spec.constexprs,
+        "num_warps": spec.num_warps, "compiler": _compiler_identity(str(spec.language)),
+    }
+    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+
+
+def _cache_load(key: str) -> CompiledKernel | None:
+    """A cached compile, or None; an unreadable entry is a miss (the cache is only an optimization)."""
+    try:
+        record = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
+        block = tuple(record["block"]) if record["block"] is not None else None
+        return CompiledKernel(record["ptx"], record["entry"], block, record["user_params"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _cache_store(key: str, kernel: CompiledKernel) -> None:
+    """Write atomically (temp file + rename) so concurrent workers never read half an entry."""
+    folder = cache_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(asdict(kernel), f)
+        os.replace(tmp, folder / f"{key}.json")
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def compile_kernel(spec: KernelSpec) -> CompiledKernel:
+    """PTX for the kernel a manifest names, from the cache when the same compile was done before."""
+    try:
+        text = spec.source.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FrontendError("kernel.source", f"cannot read {spec.source}: {exc}") from None
+    if spec.language == "ptx":
+        _check_entry(text, spec.entry, spec.source)
+        return CompiledKernel(text, spec.entry, _reqntid(text, spec.entry))
+    key = cache_key(spec, text)
+    cached = _cache_load(key)
+    if cached is not None:
+        return cached
+    kernel = COMPILERS[str(spec.language)](spec)
+    _cache_store(key, kernel)
+    return kernel

@@ -1,0 +1,52 @@
+"""Heuristic prover: candidate iteration bounds for a loop, from the comparisons that keep it running.
+
+Untrusted. For each comparison in the back-edge condition whose difference of sides moves by a constant
+c per iteration (d(k) = d0 + c·k), it proposes the first k at which the sign of d flips, read as signed
+and as unsigned 64-bit integers. The checker decides which, if any, is a real bound.
+"""
+
+from __future__ import annotations
+
+import z3
+
+COMPARISONS = {z3.Z3_OP_SLEQ, z3.Z3_OP_SLT, z3.Z3_OP_SGEQ, z3.Z3_OP_SGT, z3.Z3_OP_ULEQ, z3.Z3_OP_ULT,
+               z3.Z3_OP_UGEQ, z3.Z3_OP_UGT, z3.Z3_OP_EQ}
+
+
+def _atoms(term: z3.ExprRef) -> list[z3.ExprRef]:
+    todo, found, seen = [term], [], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() in COMPARISONS and z3.is_bv(t.arg(0)):
+            found.append(t)
+        else:
+            todo.extend(t.children())
+    return found
+
+
+def _signed(value: int, width: int) -> int:
+    return value - (1 << width) if value >= 1 << (width - 1) else value
+
+
+def candidates(loop) -> list[z3.BitVecRef]:
+    k = loop.k
+    stay = z3.Or(loop.stay) if loop.stay else z3.BoolVal(False)
+    bounds = [z3.BitVecVal(0, 64)]
+    for atom in _atoms(stay):
+        d = atom.arg(0) - atom.arg(1)
+        d0 = z3.simplify(z3.substitute(d, (k, z3.BitVecVal(0, 64))))
+        step = z3.simplify(z3.substitute(d, (k, z3.BitVecVal(1, 64))) - d0)
+        if not z3.is_bv_value(step) or step.as_long() == 0:
+            continue
+        c = _signed(step.as_long(), step.size())
+        w = d0.size()
+        for extend in (z3.SignExt, z3.ZeroExt):
+            start = extend(64 - w, d0) if w < 64 else d0
+            distance = -start if c > 0 else start
+            bounds.append(z3.simplify(z3.If(distance <= 0 if extend is z3.SignExt else distance == 0,
+                                            z3.BitVecVal(0, 64), z3.UDiv(distance + (abs(c) - 1), abs(c)))))
+            bounds.append(z3.simplify(z3.UDiv(distance, abs(c)) + 1))
+    return bounds

@@ -1,0 +1,93 @@
+"""Heuristic prover: propose which thread writes output element e (an inverse of the store index).
+
+Untrusted: whatever it proposes is substituted into a coverage obligation that the checker proves or
+rejects. It reads the store's element index as an affine combination of thread coordinates and loop
+iterations with positive constant coefficients, and decodes e in mixed radix, largest coefficient first:
+`4800·bx + 300·tx + 16·by + ty = e` gives bx = e / 4800, tx = (e % 4800) / 300, and so on. Variables the
+index does not mention are proposed as 0.
+"""
+
+from __future__ import annotations
+
+import z3
+
+Linear = tuple[dict[str, tuple[z3.ExprRef, int]], int]
+
+
+def _signed(value: int, width: int) -> int:
+    return value - (1 << width) if value >= 1 << (width - 1) else value
+
+
+def _scale(form: Linear, factor: int) -> Linear:
+    atoms, const = form
+    return {k: (t, c * factor) for k, (t, c) in atoms.items()}, const * factor
+
+
+def _add(a: Linear, b: Linear) -> Linear:
+    atoms = dict(a[0])
+    for k, (t, c) in b[0].items():
+        atoms[k] = (t, atoms[k][1] + c) if k in atoms else (t, c)
+    return {k: v for k, v in atoms.items() if v[1] != 0}, a[1] + b[1]
+
+
+def linearize(term: z3.ExprRef) -> Linear | None:
+    """term as Σ c·v + c0 over integers, ignoring wrap-around (the checker does not)."""
+    if z3.is_bv_value(term):
+        return {}, _signed(term.as_long(), term.size())
+    if z3.is_const(term):
+        return {str(term): (term, 1)}, 0
+    kind, args = term.decl().kind(), term.children()
+    if kind == z3.Z3_OP_BADD:
+        forms = [linearize(a) for a in args]
+        if None in forms:
+            return None
+        total: Linear = ({}, 0)
+        for f in forms:
+            total = _add(total, f)
+        return total
+    if kind == z3.Z3_OP_BMUL:
+        consts = [a for a in args if z3.is_bv_value(a)]
+        others = [a for a in args if not z3.is_bv_value(a)]
+        if len(others) != 1:
+            return None
+        factor = 1
+        for c in consts:
+            factor *= _signed(c.as_long(), c.size())
+        inner = linearize(others[0])
+        return None if inner is None else _scale(inner, factor)
+    if kind == z3.Z3_OP_BSHL and z3.is_bv_value(args[1]):
+        inner = linearize(args[0])
+        return None if inner is None else _scale(inner, 1 << args[1].as_long())
+    if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT, z3.Z3_OP_EXTRACT):
+        return linearize(args[0])
+    if kind == z3.Z3_OP_CONCAT and len(args) == 2 and z3.is_bv_value(args[0]) and args[0].as_long() == 0:
+        return linearize(args[1])
+    if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
+        inner = linearize(args[0])
+        d = 1 << args[1].as_long()
+        if inner is None or inner[1] % d or any(c % d for _, c in inner[0].values()):
+            return None
+        return {k: (t, c // d) for k, (t, c) in inner[0].items()}, inner[1] // d
+    return None
+
+
+def propose(index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
+    """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""
+    form = linearize(z3.simplify(index))
+    if form is None:
+        return None
+    atoms, const = form
+    names = {str(v) for v in variables}
+    if any(name not in names or c <= 0 for name, (_, c) in atoms.items()):
+        return None
+    rest = e - const
+    hint: dict[str, z3.ExprRef] = {}
+    for name, (_, c) in sorted(atoms.items(), key=lambda item: -item[1][1]):
+        hint[name] = z3.UDiv(rest, c)
+        rest = z3.URem(rest, c)
+    by_name = {str(v): v for v in variables}
+    result = {}
+    for name, v in by_name.items():
+        term = hint.get(name, z3.BitVecVal(0, 64))
+        result[name] = z3.simplify(z3.Extract(v.size() - 1, 0, term) if v.size() < 64 else term)
+    return result

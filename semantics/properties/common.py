@@ -1,0 +1,107 @@
+"""Shared pieces of the property checks: findings, thread copies, and witness vocabularies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import z3
+
+from semantics.ptx.machine import AXES, Launch, Thread
+from semantics.ptx.state import Access
+
+PROVED, VIOLATED, UNKNOWN, NOT_CHECKED = "proved", "violated", "unknown", "not_checked"
+PROPERTIES = ("equivalence", "race_freedom", "barrier_uniformity", "memory_safety", "termination")
+# Worst first: merging two states of one property keeps the earlier in this order (STYLE 7).
+SEVERITY = (VIOLATED, UNKNOWN, NOT_CHECKED, PROVED)
+
+
+def worst(*states: str) -> str:
+    return min(states, key=SEVERITY.index)
+
+
+@dataclass
+class Finding:
+    prop: str
+    message: str
+    witness: dict = field(default_factory=dict)
+
+
+@dataclass
+class PropertyResult:
+    """A property's state, why it is not proved, and its findings."""
+
+    state: str = PROVED
+    reasons: list[str] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    def downgrade(self, state: str, reason: str | None = None) -> None:
+        self.state = worst(self.state, state)
+        if reason and reason not in self.reasons:
+            self.reasons.append(reason)
+
+
+def thread_witness(thread: Thread, loops: tuple = (), suffix: str = "") -> dict[str, z3.ExprRef]:
+    """Terms naming a thread's coordinates (and its loop iterations) for a model to report."""
+    terms: dict[str, z3.ExprRef] = {}
+    for i, axis in enumerate(AXES):
+        terms[f"block{suffix}.{axis}"] = thread.ctaid[i]
+        terms[f"thread{suffix}.{axis}"] = thread.tid[i]
+    for loop, k in loops:
+        terms[f"iteration{suffix}@line{loop.line}"] = k
+    return terms
+
+
+def shaped_thread(values: dict, suffix: str = "") -> dict:
+    """A witness's thread as the contract's JSON: {'block': [x, y, z], 'thread': [x, y, z]}."""
+    return {
+        "block": [values[f"block{suffix}.{a}"] for a in AXES],
+        "thread": [values[f"thread{suffix}.{a}"] for a in AXES],
+        **{k.replace(suffix, "") if suffix else k: v for k, v in values.items() if k.startswith("iteration")
+           and k.startswith(f"iteration{suffix}")},
+    }
+
+
+def local_constants(term: z3.ExprRef, shared: set[str]) -> list[z3.ExprRef]:
+    """Uninterpreted constants in `term` that belong to one thread (all but the shared ones)."""
+    found: dict[str, z3.ExprRef] = {}
+    todo, seen = [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and str(t) not in shared:
+            found[str(t)] = t
+        todo.extend(t.children())
+    return list(found.values())
+
+
+def second_thread(access: Access, thread: Thread, other: Thread, shared: set[str]):
+    """The access as performed by `other`: every thread-local symbol renamed apart."""
+    terms = [access.guard, access.offset]
+    pairs = list(zip(thread.variables(), other.variables(), strict=True))
+    renamed = {str(a) for a, _ in pairs}
+    for t in terms:
+        for c in local_constants(t, shared):
+            if str(c) not in renamed:
+                renamed.add(str(c))
+                pairs.append((c, z3.Const(f"{c}{other.tag}", c.sort())))
+    guard, offset = (z3.substitute(t, *pairs) for t in terms)
+    loops = tuple((loop, z3.substitute(k, *pairs)) for loop, k in access.loops)
+    return guard, offset, loops
+
+
+def escape(loops: tuple, fixes: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.BoolRef:
+    """With a witness's thread-local values substituted (`fixes`): some earlier iteration of an
+    enclosing loop would already have left it. Unsat means the witness's iterations really happen;
+    the access guards alone over-approximate loop reachability."""
+    escapes = []
+    for loop, k in loops:
+        j = z3.FreshConst(z3.BitVecSort(64), "j")
+        escapes.append(z3.And(z3.ULT(j, k), z3.Not(loop.stay_at(j))))
+    return z3.substitute(z3.Or(escapes), *fixes) if escapes and fixes else z3.Or(escapes) if escapes \
+        else z3.BoolVal(False)
+
+
+def in_launch(thread: Thread, launch: Launch) -> z3.BoolRef:
+    return thread.in_launch(launch)

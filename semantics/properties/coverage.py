@@ -1,0 +1,100 @@
+"""Coverage: every element of every output buffer is written (part of equivalence).
+
+Proved from hints: for a symbolic element e, a hint names the thread (and loop iterations) that writes
+it at one store site and vector lane. The obligation says "some e < N is covered by none of the hinted
+writers", with the writers' loop reachability stated exactly; unsat proves coverage for every e at once.
+
+Refuted only by a concrete element that no thread can write even under the over-approximated guards,
+a query with no quantifier, so a reported hole is a real one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.ptx.machine import Buffer, Launch, Thread
+from semantics.ptx.state import Access
+from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
+from semantics.properties.equivalence import element_index
+
+E = z3.BitVec("e", 64)
+Hint = tuple[Access, int, dict[str, z3.ExprRef]]   # (store site, vector lane, variable name -> term in e)
+
+
+def writer_variables(access: Access, thread: Thread) -> list[z3.BitVecRef]:
+    return [*thread.variables(), *(k for _, k in access.loops)]
+
+
+def _exact_guard(access: Access) -> z3.BoolRef:
+    return z3.And(access.guard, *[loop.reached(k) for loop, k in access.loops])
+
+
+def covers(access: Access, lane: int, element: z3.BitVecRef) -> z3.BoolRef:
+    return element_index(access, lane) == element
+
+
+def obligation(buffer: Buffer, hints: list[Hint], thread: Thread, launch: Launch) -> Obligation:
+    cases = []
+    for access, lane, hint in hints:
+        subst = [(v, hint[str(v)]) for v in writer_variables(access, thread)]
+        written = z3.And(thread.in_launch(launch), _exact_guard(access), covers(access, lane, E))
+        cases.append(z3.substitute(written, *subst))
+    formula = z3.And(z3.ULT(E, buffer.numel), z3.Not(z3.Or(cases)))
+    return Obligation(f"equivalence: every element of {buffer.name} is written", "equivalence", formula,
+                      {"element_index": E})
+
+
+def never_written(buffer: Buffer, stores: list[Access], element: int, thread: Thread, launch: Launch) -> Obligation:
+    """Sat iff some thread may write `element` (guards over-approximate loops, so unsat is definite)."""
+    lanes = [z3.And(a.guard, covers(a, j, z3.BitVecVal(element, 64))) for a in stores for j in range(len(a.values))]
+    return Obligation(f"equivalence: {buffer.name}[{element}] is written", "equivalence",
+                      z3.And(thread.in_launch(launch), z3.Or(lanes) if lanes else z3.BoolVal(False)))
+
+
+def check(buffers: dict[str, Buffer], stores: list[Access], propose: Callable, thread: Thread, launch: Launch,
+          checker: Checker, timeout_s: float, record) -> PropertyResult:
+    """`propose(access, lane, variables, e)` is the untrusted hint source."""
+    result = PropertyResult()
+    for buffer in buffers.values():
+        if buffer.role != "output":
+            continue
+        own = [a for a in stores if a.buffer == buffer.name]
+        hints = []
+        for access in own:
+            for lane in range(len(access.values)):
+                hint = propose(element_index(access, lane), writer_variables(access, thread), E)
+                if hint is not None:
+                    hints.append((access, lane, hint))
+        candidates = [0, buffer.numel - 1]
+        if hints:
+            ob = obligation(buffer, hints, thread, launch)
+            outcome = checker.check(ob, timeout_s)
+            record(ob, outcome)
+            if outcome.status == PROVED:
+                continue
+            if outcome.status == REFUTED:
+                candidates.insert(0, outcome.model["element_index"])
+        hole = _find_hole(buffer, own, candidates, thread, launch, checker, timeout_s, record)
+        if hole is not None:
+            result.downgrade(VIOLATED)
+            result.findings.append(Finding(
+                "equivalence", f"{buffer.name}[{hole}] is never written (the reference defines every one of its "
+                               f"{buffer.numel} elements)",
+                {"buffer": buffer.name, "element_index": hole, "written_by": None}))
+            return result
+        result.downgrade(UNKNOWN, f"could not prove that every element of {buffer.name} is written"
+                                  + ("" if hints else " (no writer could be proposed for a symbolic element)"))
+    return result
+
+
+def _find_hole(buffer, stores, candidates, thread, launch, checker, timeout_s, record) -> int | None:
+    for element in dict.fromkeys(candidates):
+        ob = never_written(buffer, stores, element, thread, launch)
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        if outcome.status == PROVED:
+            return element
+    return None

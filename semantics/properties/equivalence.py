@@ -1,0 +1,140 @@
+"""Value equivalence: every store to an output buffer writes what the reference computes there.
+
+Each vector element of each output store site is one obligation over a symbolic thread: "the thread
+stores v at element e and v differs from ref(e)". A model is checked three ways before it is reported:
+its loop iterations are really reached, no later store of the same thread overwrites the element, and the
+two values still differ when recomputed on real numbers (`semantics.replay`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from fractions import Fraction
+
+import z3
+
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.ptx.machine import Buffer, Thread
+from semantics.ptx.state import Access
+from semantics.properties.common import (
+    UNKNOWN,
+    VIOLATED,
+    Finding,
+    PropertyResult,
+    escape,
+    shaped_thread,
+    thread_witness,
+)
+from semantics.replay import Evaluator, NotConcrete, as_json_number, differ
+
+RESAMPLES = 24
+
+
+def element_index(access: Access, j: int) -> z3.BitVecRef:
+    shift = access.elem_bytes.bit_length() - 1
+    return z3.simplify(z3.LShR(access.offset + j * access.elem_bytes, shift))
+
+
+def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
+               launch_ok: z3.BoolRef) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
+    index = element_index(access, j)
+    expected = reference(index)
+    value = access.values[j]
+    formula = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel), value != expected)
+    witness = {**thread_witness(thread, access.loops), "element_index": index}
+    ob = Obligation(f"equivalence: {buffer.name} element {j} of the store at line {access.line}",
+                    "equivalence", formula, witness)
+    return ob, value, expected
+
+
+def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str, Callable], thread: Thread,
+          launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record) -> PropertyResult:
+    result = PropertyResult()
+    for access in stores:
+        buffer = buffers[access.buffer]
+        for j in range(len(access.values)):
+            ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok)
+            outcome = checker.check(ob, timeout_s)
+            record(ob, outcome)
+            if outcome.status == PROVED:
+                continue
+            finding = None
+            if outcome.status == REFUTED:
+                finding = _confirm(access, ob, outcome, value, expected, stores, thread, checker, timeout_s)
+            if finding:
+                result.downgrade(VIOLATED)
+                result.findings.append(finding)
+                return result
+            result.downgrade(UNKNOWN, f"could not prove the value stored to {buffer.name} at line {access.line} "
+                                      f"({outcome.reason or 'the counterexample did not replay on real numbers'})")
+    return result
+
+
+def _fixes(ob: Obligation, model: dict) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    return [(t, z3.BitVecVal(model[n], t.size())) for n, t in ob.witness.items()
+            if n != "element_index" and z3.is_const(t)]
+
+
+def _confirm(access: Access, ob: Obligation, outcome, value, expected, stores: list[Access], thread: Thread,
+             checker: Checker, timeout_s: float) -> Finding | None:
+    fixes = _fixes(ob, outcome.model)
+    if access.loops and checker.check(Obligation("reach", "equivalence", escape(access.loops, fixes)),
+                                      timeout_s).status != PROVED:
+        return None
+    if _may_be_overwritten(access, thread, outcome.model, stores, fixes, checker, timeout_s):
+        return None
+    replay = _replay(value, expected, outcome.z3_model, fixes)
+    if replay is None:
+        return None
+    kernel_value, reference_value, reads = replay
+    index = outcome.model["element_index"]
+    inputs = {f"{name}[{i}]": as_json_number(v) for (name, i), v in sorted(reads.items())}
+    msg = (f"{access.buffer}[{index}] is written as {float(kernel_value):.9g} by the store at line {access.line} "
+           f"but the reference computes {float(reference_value):.9g}")
+    witness = {**shaped_thread(outcome.model), "buffer": access.buffer, "element_index": index,
+               "inputs": inputs, "kernel_value": float(kernel_value), "reference_value": float(reference_value),
+               "line": access.line}
+    return Finding("equivalence", msg, witness)
+
+
+def _may_be_overwritten(access, thread, model, stores, fixes, checker, timeout_s) -> bool:
+    """Another store of the same thread (another site, or this site at another iteration) could write the
+    same element; then this store's value need not be final, and the model is not a witness."""
+    others = [s for s in stores if s.buffer == access.buffer and (s is not access or s.loops)]
+    if not others:
+        return False
+    index = model["element_index"]
+    thread_vars = {str(v) for v in thread.variables()}
+    thread_fixes = [(t, v) for t, v in fixes if str(t) in thread_vars]
+    cases = []
+    for s in others:
+        renamed = [(k, z3.FreshConst(k.sort(), "k")) for _, k in s.loops] if s is access else []
+        guard, offset = (z3.substitute(t, *renamed) if renamed else t for t in (s.guard, s.offset))
+        shift = s.elem_bytes.bit_length() - 1
+        first = z3.LShR(offset, shift)
+        hit = z3.And(z3.ULE(first, index), z3.ULT(index, first + len(s.values) if s.values else first + 1))
+        differs = z3.Or([z3.substitute(k, *renamed) != k for _, k in s.loops]) if s is access else z3.BoolVal(True)
+        cases.append(z3.And(guard, hit, differs))
+    probe = z3.substitute(z3.Or(cases), *thread_fixes) if thread_fixes else z3.Or(cases)
+    return checker.check(Obligation("overwrite", "equivalence", probe), timeout_s).status != PROVED
+
+
+def _replay(value, expected, model: z3.ModelRef, fixes):
+    """(kernel value, reference value, inputs read) on real numbers, first with the model's inputs, then
+    with random ones at the same thread; None when no evaluation shows a difference."""
+    concrete_value = z3.substitute(value, *fixes) if fixes else value
+    concrete_expected = z3.substitute(expected, *fixes) if fixes else expected
+    rng = random.Random(0)
+    overrides: dict = {}
+    for attempt in range(RESAMPLES + 1):
+        ev = Evaluator(model, dict(overrides))
+        try:
+            a, b = ev.value(concrete_value), ev.value(concrete_expected)
+        except NotConcrete:
+            a = b = None
+        if a is not None and differ(a, b):
+            return a, b, ev.reads
+        overrides = {key: Fraction(rng.choice([-1, 1]) * rng.randint(1, 400), rng.randint(1, 100))
+                     for key in ev.reads} if attempt < RESAMPLES else {}
+    return None

@@ -1,0 +1,77 @@
+"""Memory safety: every access lies inside the allocation its pointer came from, naturally aligned."""
+
+from __future__ import annotations
+
+import z3
+
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.ptx.machine import Buffer, Thread
+from semantics.ptx.state import Access
+from semantics.properties.common import (
+    UNKNOWN,
+    VIOLATED,
+    Finding,
+    PropertyResult,
+    escape,
+    shaped_thread,
+    thread_witness,
+)
+
+
+def safe(access: Access, buffer: Buffer) -> z3.BoolRef:
+    """In bounds (without wrap-around) and aligned to the access's own width."""
+    size = buffer.size_bytes
+    if access.width > size:
+        return z3.BoolVal(False)
+    off = access.offset
+    return z3.And(z3.ULE(off, size - access.width), z3.URem(off, min(access.width, 16)) == 0)
+
+
+def obligation(access: Access, buffer: Buffer, thread: Thread, launch_ok: z3.BoolRef) -> Obligation:
+    witness = thread_witness(thread, access.loops)
+    witness["offset"] = access.offset
+    return Obligation(
+        f"memory_safety: {access.kind} {buffer.name} at line {access.line}", "memory_safety",
+        z3.And(launch_ok, access.guard, z3.Not(safe(access, buffer))), witness)
+
+
+def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, launch_ok: z3.BoolRef,
+          checker: Checker, timeout_s: float, record) -> PropertyResult:
+    """One obligation per access site; a model is a witness once its loop iterations are confirmed."""
+    result = PropertyResult()
+    for access in accesses:
+        buffer = buffers[access.buffer]
+        ob = obligation(access, buffer, thread, launch_ok)
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        if outcome.status == PROVED:
+            continue
+        if outcome.status == REFUTED and _reached(access, ob, outcome, checker, timeout_s):
+            result.downgrade(VIOLATED)
+            result.findings.append(_finding(access, buffer, outcome.model))
+            break
+        result.downgrade(UNKNOWN, f"could not prove the {access.kind} of {buffer.name} at line {access.line} "
+                                  f"in bounds ({outcome.reason or 'counterexample not confirmed'})")
+    return result
+
+
+def _reached(access: Access, ob: Obligation, outcome, checker: Checker, timeout_s: float) -> bool:
+    if not access.loops:
+        return True
+    fixes = [(t, z3.BitVecVal(outcome.model[n], t.size())) for n, t in ob.witness.items()
+             if n != "offset" and z3.is_const(t)]
+    probe = Obligation("reachability of a witness", "memory_safety", escape(access.loops, fixes))
+    return checker.check(probe, timeout_s).status == PROVED
+
+
+def _finding(access: Access, buffer: Buffer, model: dict) -> Finding:
+    offset = model["offset"]
+    signed = offset - (1 << 64) if offset >= 1 << 63 else offset
+    index = signed // buffer.elem_bytes
+    problem = "misaligned" if signed % min(access.width, 16) else "out of bounds"
+    where = f"line {access.line}"
+    msg = (f"{access.kind} of {buffer.name}[{index}] ({access.width} bytes at byte offset {signed}) is "
+           f"{problem}: {buffer.name} has {buffer.numel} elements ({where})")
+    witness = {**shaped_thread(model), "buffer": buffer.name, "element_index": index, "byte_offset": signed,
+               "access": access.kind, "bytes": access.width, "buffer_elements": buffer.numel, "line": access.line}
+    return Finding("memory_safety", msg, witness)

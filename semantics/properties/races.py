@@ -1,0 +1,95 @@
+"""Race freedom on global memory by two-thread reasoning (GPUVerify).
+
+Two distinct symbolic threads of the launch, each with its own copy of every thread-local symbol; a race
+is a model in which one stores and the other touches an overlapping byte of the same buffer. Without
+barriers (kernels of this fragment have none) every pair of distinct threads is concurrent, within a
+block or across blocks.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import z3
+
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.ptx.machine import Launch, Thread
+from semantics.ptx.state import Access
+from semantics.properties.common import (
+    UNKNOWN,
+    VIOLATED,
+    Finding,
+    PropertyResult,
+    escape,
+    second_thread,
+    shaped_thread,
+    thread_witness,
+)
+
+OTHER = Thread.fresh("'")
+
+
+def conflicting_pairs(accesses: list[Access]) -> list[tuple[Access, Access]]:
+    """Pairs (a store, any access) on the same buffer: the only pairs that can race."""
+    pairs = []
+    for a, b in itertools.combinations_with_replacement(accesses, 2):
+        if a.buffer == b.buffer and "store" in (a.kind, b.kind):
+            pairs.append((a, b) if a.kind == "store" else (b, a))
+    return pairs
+
+
+def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set[str]) -> Obligation:
+    guard_b, offset_b, loops_b = second_thread(b, thread, OTHER, shared)
+    overlap = z3.And(z3.ULT(a.offset, offset_b + b.width), z3.ULT(offset_b, a.offset + a.width))
+    formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), z3.Not(thread.same_thread(OTHER)),
+                     a.guard, guard_b, overlap)
+    witness = {**thread_witness(thread, a.loops), **thread_witness(OTHER, loops_b, "'"), "offset": a.offset,
+               "offset'": offset_b}
+    return Obligation(f"race_freedom: {a.kind} line {a.line} vs {b.kind} line {b.line} on {a.buffer}",
+                      "race_freedom", formula, witness)
+
+
+def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, launch: Launch, shared: set[str],
+          checker: Checker, timeout_s: float, record) -> PropertyResult:
+    result = PropertyResult()
+    for a, b in conflicting_pairs(accesses):
+        ob = obligation(a, b, thread, launch, shared)
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        if outcome.status == PROVED:
+            continue
+        if outcome.status == REFUTED and _reached(a, b, ob, outcome, thread, checker, timeout_s):
+            result.downgrade(VIOLATED)
+            result.findings.append(_finding(a, b, elem_bytes[a.buffer], outcome.model))
+            break
+        result.downgrade(UNKNOWN, f"could not rule out a race between lines {a.line} and {b.line} on {a.buffer} "
+                                  f"({outcome.reason or 'counterexample not confirmed'})")
+    return result
+
+
+def _reached(a: Access, b: Access, ob: Obligation, outcome, thread: Thread, checker: Checker,
+             timeout_s: float) -> bool:
+    """Both threads' loop iterations in the model are really reached."""
+    for access, suffix in ((a, ""), (b, "'")):
+        if not access.loops:
+            continue
+        originals = thread_witness(thread, access.loops)
+        named = thread_witness(thread, access.loops, suffix)   # same order, the names the model used
+        fixes = [(t, z3.BitVecVal(outcome.model[name], t.size()))
+                 for t, name in zip(originals.values(), named, strict=True)]
+        probe = Obligation("reachability of a witness", "race_freedom", escape(access.loops, fixes))
+        if checker.check(probe, timeout_s).status != PROVED:
+            return False
+    return True
+
+
+def _finding(a: Access, b: Access, elem_bytes: int, model: dict) -> Finding:
+    index = model["offset"] // elem_bytes
+    first, second = shaped_thread(model), shaped_thread(model, "'")
+    msg = (f"data race on {a.buffer}[{index}]: block {first['block']} thread {first['thread']} {a.kind}s it "
+           f"(line {a.line}) while block {second['block']} thread {second['thread']} {b.kind}s it "
+           f"(line {b.line})")
+    witness = {"buffer": a.buffer, "element_index": index,
+               "first": {**first, "access": a.kind, "line": a.line},
+               "second": {**second, "access": b.kind, "line": b.line}}
+    return Finding("race_freedom", msg, witness)

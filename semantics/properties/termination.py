@@ -1,0 +1,38 @@
+"""Termination: every loop a thread enters is left after finitely many iterations.
+
+A hint proposes, per loop, an iteration bound K (a term over the thread's coordinates). The obligation
+"the thread enters the loop and would still take the back edge at iteration K" being unsat proves that
+the loop is left at or before K. Loop-free kernels terminate trivially.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.ptx.machine import Launch, Thread
+from semantics.properties.common import UNKNOWN, PropertyResult
+
+
+def obligation(loop, bound: z3.BitVecRef, thread: Thread, launch: Launch) -> Obligation:
+    formula = z3.And(thread.in_launch(launch), loop.entry, loop.stay_at(bound))
+    return Obligation(f"termination: loop at line {loop.line} is left by iteration {bound}", "termination",
+                      formula)
+
+
+def check(loops: list, propose: Callable, thread: Thread, launch: Launch, checker: Checker, timeout_s: float,
+          record) -> PropertyResult:
+    """`propose(loop)` is the untrusted source of candidate bounds."""
+    result = PropertyResult()
+    for loop in loops:
+        for bound in propose(loop):
+            ob = obligation(loop, bound, thread, launch)
+            outcome = checker.check(ob, timeout_s)
+            record(ob, outcome)
+            if outcome.status == PROVED:
+                break
+        else:
+            result.downgrade(UNKNOWN, f"could not bound the iterations of the loop at line {loop.line}")
+    return result

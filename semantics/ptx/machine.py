@@ -1,0 +1,120 @@
+"""The machine a kernel runs on: the launch, symbolic thread coordinates, buffers and pointers.
+
+Threads are never enumerated. One thread is a tuple of symbolic 32-bit coordinates (block id and thread
+id per axis) constrained to the launch's ranges; a second, independent copy of the same variables gives
+the two-thread reasoning used for races. Global memory is the set of buffers bound to pointer parameters,
+each its own allocation with its real size, addressed as (buffer, byte offset).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import z3
+
+AXES = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class Launch:
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    dynamic_shared_bytes: int = 0
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+
+@dataclass(frozen=True)
+class Thread:
+    """Symbolic coordinates of one thread. `tag` keeps two threads' variables apart."""
+
+    tag: str
+    ctaid: tuple[z3.BitVecRef, z3.BitVecRef, z3.BitVecRef]
+    tid: tuple[z3.BitVecRef, z3.BitVecRef, z3.BitVecRef]
+
+    @staticmethod
+    def fresh(tag: str) -> Thread:
+        return Thread(
+            tag,
+            tuple(z3.BitVec(f"ctaid.{a}{tag}", 32) for a in AXES),
+            tuple(z3.BitVec(f"tid.{a}{tag}", 32) for a in AXES),
+        )
+
+    def in_launch(self, launch: Launch) -> z3.BoolRef:
+        """The range constraints that make these coordinates a thread of `launch`."""
+        bounds = [z3.ULT(c, n) for c, n in zip(self.ctaid, launch.grid, strict=True)]
+        bounds += [z3.ULT(t, n) for t, n in zip(self.tid, launch.block, strict=True)]
+        return z3.And(bounds)
+
+    def variables(self) -> list[z3.BitVecRef]:
+        return [*self.ctaid, *self.tid]
+
+    def same_block(self, other: Thread) -> z3.BoolRef:
+        return z3.And([a == b for a, b in zip(self.ctaid, other.ctaid, strict=True)])
+
+    def same_thread(self, other: Thread) -> z3.BoolRef:
+        return z3.And(self.same_block(other), *[a == b for a, b in zip(self.tid, other.tid, strict=True)])
+
+
+def special_registers(thread: Thread, launch: Launch) -> dict[str, z3.BitVecRef]:
+    """Values of the special registers a kernel may read, as 32-bit vectors."""
+    regs: dict[str, z3.BitVecRef] = {}
+    for i, axis in enumerate(AXES):
+        regs[f"%tid.{axis}"] = thread.tid[i]
+        regs[f"%ctaid.{axis}"] = thread.ctaid[i]
+        regs[f"%ntid.{axis}"] = z3.BitVecVal(launch.block[i], 32)
+        regs[f"%nctaid.{axis}"] = z3.BitVecVal(launch.grid[i], 32)
+    linear_tid = thread.tid[0] + thread.tid[1] * launch.block[0] + thread.tid[2] * launch.block[0] * launch.block[1]
+    regs["%laneid"] = z3.URem(linear_tid, 32)
+    regs["%warpid"] = z3.UDiv(linear_tid, 32)
+    return regs
+
+
+@dataclass(frozen=True)
+class Buffer:
+    """A global allocation bound to a pointer parameter.
+
+    `role` is 'input' (a reference input or parameter: universally quantified contents), 'output'
+    (must hold a reference output at exit) or 'scratch' (a `[tensors]` buffer). `init` is the
+    precondition on initial contents: None (arbitrary), 'zeros' or 'ones'."""
+
+    name: str
+    dtype: str
+    numel: int
+    elem_bytes: int
+    role: str
+    init: str | None = None
+
+    @property
+    def size_bytes(self) -> int:
+        return self.numel * self.elem_bytes
+
+    @property
+    def is_float(self) -> bool:
+        return self.dtype.startswith(("float", "bfloat"))
+
+    def contents(self) -> z3.FuncDeclRef:
+        """The buffer's initial contents as a function of the flat element index."""
+        value_sort = z3.RealSort() if self.is_float else z3.BitVecSort(self.elem_bytes * 8)
+        return z3.Function(f"{self.name}", z3.BitVecSort(64), value_sort)
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """An address with provenance: `offset` bytes into `buffer` in state space `space`.
+
+    Registers holding addresses carry this instead of a bare integer, so every access is checked
+    against the allocation it was derived from, and arithmetic that would lose provenance is refused."""
+
+    space: str
+    buffer: str
+    offset: z3.BitVecRef
+
+    def moved(self, delta: z3.BitVecRef) -> Pointer:
+        return Pointer(self.space, self.buffer, z3.simplify(self.offset + delta))
+
+
+DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
+               "int32": 4, "int64": 8, "bool": 1}

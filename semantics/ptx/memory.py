@@ -1,0 +1,128 @@
+"""Loads, stores and address conversions: where a thread's accesses are recorded.
+
+Global memory is a set of separate allocations. A load of an input buffer reads its universally
+quantified contents (a function of the element index); a load of a buffer the kernel writes sees this
+thread's own earlier stores first. What other threads write is the business of the race check, which
+makes a conflicting read a finding rather than a value.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from semantics.errors import Unsupported
+from semantics.ptx.ast import Instr, Reg, Sym, Vec
+from semantics.ptx.state import Access, ThreadState, address_of, coerce
+from semantics.ptx.types import TYPES, types_in
+
+SPACES = {".global": "global", ".shared": "shared", ".local": "local", ".param": "param", ".const": "const"}
+# Cache and ordering hints do not change what a race-free access reads or writes.
+HINTS = frozenset({".nc", ".ca", ".cg", ".cs", ".lu", ".cv", ".wb", ".wt", ".weak", ".relaxed", ".volatile",
+                   ".cta", ".gpu", ".sys"})
+VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
+
+
+def _shape(ins: Instr) -> tuple[str | None, int, object]:
+    """(space, vector length, element type) of an ld/st, refusing modifiers it does not know."""
+    space = next((SPACES[m] for m in ins.mods if m in SPACES), None)
+    n = next((VECTORS[m] for m in ins.mods if m in VECTORS), 1)
+    for m in ins.mods:
+        known = m in SPACES or m in VECTORS or m in HINTS or m in TYPES or m.startswith((".L1::", ".L2::"))
+        if not known:
+            raise Unsupported(f"modifier `{m}` of `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
+    (ty,) = types_in(ins.mods)
+    return space, n, ty
+
+
+def _elements(op) -> list:
+    return list(op.elems) if isinstance(op, Vec) else [op]
+
+
+def load(state: ThreadState, ins: Instr) -> None:
+    space, n, ty = _shape(ins)
+    dst, addr = ins.operands
+    if space == "param":
+        if not isinstance(addr.base, Sym) or addr.base.name not in state.ctx.params or n != 1 or addr.offset:
+            raise Unsupported(f"parameter load `{addr}`", f"line {ins.line}")
+        state.write(dst, state.ctx.params[addr.base.name])
+        return
+    ptr = address_of(state, addr, ins)
+    _check_space(space, ptr.space, ins)
+    values = _access(state, ins, "load", ptr, n, ty.bytes, ())
+    for d, v in zip(_elements(dst), values, strict=True):
+        state.write(d, v)
+
+
+def store(state: ThreadState, ins: Instr) -> None:
+    space, n, ty = _shape(ins)
+    addr, src = ins.operands
+    ptr = address_of(state, addr, ins)
+    _check_space(space, ptr.space, ins)
+    buffer = state.ctx.buffers[ptr.buffer]
+    values = tuple(_stored_value(state, s, ty, buffer.is_float) for s in _elements(src))
+    if len(values) != n:
+        raise Unsupported(f"vector store of {len(values)} values with `.v{n}`", f"line {ins.line}")
+    _access(state, ins, "store", ptr, n, ty.bytes, values)
+
+
+def cvta(state: ThreadState, ins: Instr) -> None:
+    """cvta[.to].space: generic <-> state-space addresses. Pointers keep their provenance either way."""
+    dst, src = ins.operands
+    value = state.read_data(src, TYPES[".u64"])
+    if not hasattr(value, "buffer"):
+        raise Unsupported("cvta of a value that is not a kernel pointer", f"line {ins.line}")
+    state.write(dst, value)
+
+
+def _check_space(space: str | None, actual: str, ins: Instr) -> None:
+    if space not in (None, actual):
+        raise Unsupported(f"`{ins.opcode}.{space}` through a {actual} pointer", f"line {ins.line}")
+    if actual != "global":
+        raise Unsupported(f"{actual} memory", f"line {ins.line}")
+
+
+def _stored_value(state: ThreadState, op, ty, is_float: bool) -> z3.ExprRef:
+    value = state.read_data(op, ty) if isinstance(op, Reg) else state.read(op, ty)
+    target = TYPES[f".f{ty.bits}"] if is_float and ty.bits in (16, 32, 64) else ty
+    return coerce(value, target)
+
+
+def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: int, values: tuple) -> list:
+    """Record the access and return the loaded element values (loads)."""
+    buffer = state.ctx.buffers[ptr.buffer]
+    if elem_bytes != buffer.elem_bytes:
+        raise Unsupported(f"{elem_bytes}-byte elements accessed in `{buffer.name}` ({buffer.dtype})",
+                          f"line {ins.line}")
+    if state.recording:
+        state.ctx.accesses.append(Access(
+            kind, "global", buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
+            state.loops, ins.line, ins.loc))
+    shift = elem_bytes.bit_length() - 1
+    indices = [z3.simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
+    if kind == "store":
+        if not state.loops:
+            guard = state.condition()
+            state.own_stores = state.own_stores + tuple(
+                (buffer.name, i, v, guard) for i, v in zip(indices, values, strict=True))
+        return []
+    return [_read_element(state, buffer, i, ins) for i in indices]
+
+
+def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr) -> z3.ExprRef:
+    if buffer.role != "input" and state.entered_loop:
+        raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
+    value = _initial(buffer, index)
+    for name, i, v, guard in state.own_stores:
+        if name == buffer.name:
+            value = z3.If(z3.And(guard, i == index), v, value)
+    return value
+
+
+def _initial(buffer, index: z3.BitVecRef) -> z3.ExprRef:
+    if buffer.init in ("zeros", "ones"):
+        one = 1 if buffer.init == "ones" else 0
+        return z3.RealVal(one) if buffer.is_float else z3.BitVecVal(one, buffer.elem_bytes * 8)
+    return buffer.contents()(index)
+
+
+MEMORY = {"ld": load, "ldu": load, "st": store, "cvta": cvta}

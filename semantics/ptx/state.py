@@ -1,0 +1,234 @@
+"""The state of one symbolic thread while its PTX runs: registers, path condition, recorded effects.
+
+A register holds one of: a z3 Bool (predicate), a bit-vector of its PTX width, a real (a float value,
+whatever register type carries it), or a `Pointer` with provenance. `read` coerces a value to what an
+instruction's type suffix expects and refuses coercions that would need bit-level float semantics.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import z3
+
+from semantics.errors import Unsupported
+from semantics.ptx.ast import Addr, FloatImm, Instr, IntImm, Reg, Sym, Vec
+from semantics.ptx.floats import float_of_bits, real_of_bits
+from semantics.ptx.machine import Buffer, Launch, Pointer, Thread
+from semantics.ptx.types import PtxType
+
+Value = z3.ExprRef | Pointer
+
+_fresh_ids = itertools.count()
+
+
+def fresh_like(value: Value, hint: str) -> Value:
+    """A fresh unconstrained value of the same kind (used for loop headers and dead registers)."""
+    n = next(_fresh_ids)
+    if isinstance(value, Pointer):
+        return Pointer(value.space, value.buffer, z3.BitVec(f"{hint}.off!{n}", 64))
+    return z3.Const(f"{hint}!{n}", value.sort())
+
+
+@dataclass
+class Access:
+    """One memory access a symbolic thread may perform.
+
+    `guard` says when it happens; inside loops it over-approximates reachability (the loop condition
+    of the current iteration only), which is sound for proving safety. `loops` lists the (loop, iteration
+    variable) pairs it lies in, so the exact reachability can be rebuilt when a witness needs it."""
+
+    kind: str                       # 'load' | 'store'
+    space: str                      # 'global' | 'shared' | 'local'
+    buffer: str
+    offset: z3.BitVecRef            # bytes into the buffer, 64-bit
+    width: int                      # bytes covered by the whole (vector) access
+    elem_bytes: int
+    values: tuple[z3.ExprRef, ...]  # stored values, one per element (stores only)
+    guard: z3.BoolRef
+    loops: tuple                    # ((LoopInfo, k), ...)
+    line: int
+    loc: tuple[int, int] | None
+
+
+@dataclass
+class KernelContext:
+    """What every thread of one launch shares: the kernel, launch, buffers and parameter values."""
+
+    launch: Launch
+    thread: Thread
+    buffers: dict[str, Buffer]
+    params: dict[str, Value]
+    special: dict[str, z3.BitVecRef]
+    accesses: list[Access] = field(default_factory=list)
+    axioms: set[str] = field(default_factory=set)
+    assumptions: list[z3.BoolRef] = field(default_factory=list)
+
+
+@dataclass
+class ThreadState:
+    ctx: KernelContext
+    regs: dict[str, Value] = field(default_factory=dict)
+    path: list[z3.BoolRef] = field(default_factory=list)
+    loops: tuple = ()                # enclosing (LoopInfo, k) pairs, innermost last
+    own_stores: tuple = ()           # this path's stores outside loops, for store-to-load forwarding
+    entered_loop: bool = False
+    recording: bool = True           # False while a loop body is only being summarised
+    guard_pred: z3.BoolRef | None = None  # the predicate of the instruction being executed, if any
+
+    def copy(self) -> ThreadState:
+        return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
+                           self.entered_loop, self.recording, None)
+
+    # ------------------------------------------------------------ bookkeeping
+
+    def use_axiom(self, name: str) -> None:
+        self.ctx.axioms.add(name)
+
+    def assume(self, fact: z3.BoolRef) -> None:
+        if not any(z3.eq(fact, a) for a in self.ctx.assumptions):
+            self.ctx.assumptions.append(fact)
+
+    def condition(self) -> z3.BoolRef:
+        conds = list(self.path) + ([self.guard_pred] if self.guard_pred is not None else [])
+        return z3.And(conds) if conds else z3.BoolVal(True)
+
+    # ------------------------------------------------------------ reading operands
+
+    def reg(self, name: str) -> Value:
+        if name in self.regs:
+            return self.regs[name]
+        if name in self.ctx.special:
+            return self.ctx.special[name]
+        raise Unsupported(f"register `{name}` read before any write, or a special register not modelled")
+
+    def read_raw(self, op) -> Value:
+        if isinstance(op, Reg):
+            return self.reg(op.name)
+        raise Unsupported(f"operand {op!r} where a register was expected")
+
+    def read(self, op, ty: PtxType) -> z3.ExprRef:
+        """The operand as the instruction's type expects it: Bool, bit-vector of ty.bits, or real."""
+        if isinstance(op, IntImm):
+            return _int_immediate(op.value, ty)
+        if isinstance(op, FloatImm):
+            if ty.is_float:
+                return real_of_bits(op.bits, op.width)
+            return z3.BitVecVal(op.bits, ty.bits)
+        return coerce(self.read_raw(op), ty)
+
+    def read_data(self, op, ty: PtxType) -> Value:
+        """An operand of a data-movement instruction (mov, selp, st): any kind passes unchanged."""
+        if isinstance(op, Reg):
+            return self.read_raw(op)
+        if isinstance(op, FloatImm):
+            return real_of_bits(op.bits, op.width)
+        if isinstance(op, Sym) and op.name in self.ctx.buffers:
+            return Pointer("shared", op.name, z3.BitVecVal(0, 64))
+        return self.read(op, ty)
+
+    def is_pointer(self, *ops) -> bool:
+        return any(isinstance(op, Reg) and isinstance(self.regs.get(op.name), Pointer) for op in ops)
+
+    def pointer_arith(self, opcode: str, a_op, b_op, ty: PtxType) -> Pointer:
+        a, b = self.read_raw(a_op) if isinstance(a_op, Reg) else None, \
+            self.read_raw(b_op) if isinstance(b_op, Reg) else None
+        if isinstance(a, Pointer) and not isinstance(b, Pointer):
+            delta = self.read(b_op, ty)
+            return a.moved(delta if opcode == "add" else -delta)
+        if isinstance(b, Pointer) and opcode == "add":
+            return b.moved(self.read(a_op, ty))
+        raise Unsupported(f"`{opcode}` of two pointers")
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, dst, value: Value) -> None:
+        if isinstance(dst, Sym) and dst.name == "_":
+            return
+        if not isinstance(dst, Reg):
+            raise Unsupported(f"destination {dst!r}")
+        if self.guard_pred is not None and dst.name in self.regs:
+            # A predicated write keeps the old value where the predicate is false. A first definition
+            # under a predicate has no old value: the false case reads nothing defined, so it is free.
+            value = self.select(self.guard_pred, value, self.regs[dst.name])
+        self.regs[dst.name] = value
+
+    def write_pair(self, dst, value: z3.BoolRef, negated: z3.BoolRef) -> None:
+        """setp's `p|q` destination writes the comparison and its negation."""
+        if isinstance(dst, Vec):
+            self.write(dst.elems[0], value)
+            self.write(dst.elems[1], negated)
+        else:
+            self.write(dst, value)
+
+    def select(self, cond: z3.BoolRef, a: Value, b: Value) -> Value:
+        """If(cond, a, b) across value kinds, converting float bit-pattern constants to reals."""
+        if isinstance(a, Pointer) or isinstance(b, Pointer):
+            if isinstance(a, Pointer) and isinstance(b, Pointer) and (a.space, a.buffer) == (b.space, b.buffer):
+                return Pointer(a.space, a.buffer, z3.If(cond, a.offset, b.offset))
+            raise Unsupported("selection between pointers into different buffers")
+        if a.sort() != b.sort():
+            a, b = _unify(a, b)
+        return z3.If(cond, a, b)
+
+
+def _int_immediate(value: int, ty: PtxType) -> z3.ExprRef:
+    if ty.kind == "pred":
+        return z3.BoolVal(bool(value))
+    if ty.is_float:
+        return z3.RealVal(value)
+    return z3.BitVecVal(value % (1 << ty.bits), ty.bits)
+
+
+def _unify(a: z3.ExprRef, b: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+    """Make a real and a constant bit pattern comparable by reading the pattern as a float."""
+    def as_real(v: z3.ExprRef) -> z3.ExprRef:
+        if z3.is_real(v):
+            return v
+        if z3.is_bv_value(v) and v.size() in (16, 32, 64):
+            return z3.RealVal(float_of_bits(v.as_long(), v.size()))
+        raise Unsupported("a register holds a float on one path and integer bits on another")
+    if z3.is_real(a) or z3.is_real(b):
+        return as_real(a), as_real(b)
+    raise Unsupported(f"values of sorts {a.sort()} and {b.sort()} merged")
+
+
+def coerce(v: Value, ty: PtxType) -> z3.ExprRef:
+    if isinstance(v, Pointer):
+        raise Unsupported("a pointer used as a plain integer (provenance would be lost)")
+    if ty.kind == "pred":
+        if not z3.is_bool(v):
+            raise Unsupported("a non-predicate register used as a predicate")
+        return v
+    if ty.is_float:
+        if z3.is_real(v):
+            return v
+        if z3.is_bv_value(v):
+            return z3.RealVal(float_of_bits(v.as_long() % (1 << ty.bits), ty.bits))
+        raise Unsupported("integer bits reinterpreted as a float")
+    if z3.is_real(v):
+        raise Unsupported("float bits used in integer arithmetic")
+    if z3.is_bool(v):
+        raise Unsupported("a predicate used as an integer")
+    w = v.size()
+    if w == ty.bits:
+        return v
+    if w > ty.bits:
+        return z3.Extract(ty.bits - 1, 0, v)
+    return (z3.SignExt if ty.signed else z3.ZeroExt)(ty.bits - w, v)
+
+
+def address_of(state: ThreadState, op, ins: Instr) -> Pointer:
+    """The pointer an address operand `[base+off]` denotes."""
+    if not isinstance(op, Addr):
+        raise Unsupported(f"address operand {op!r}", f"line {ins.line}")
+    if isinstance(op.base, Sym):
+        if op.base.name in state.ctx.buffers:
+            return Pointer("shared", op.base.name, z3.BitVecVal(op.offset, 64))
+        raise Unsupported(f"address of `{op.base.name}`", f"line {ins.line}")
+    base = state.read_raw(op.base)
+    if not isinstance(base, Pointer):
+        raise Unsupported("memory access through an address not derived from a kernel pointer parameter",
+                          f"line {ins.line}")
+    return base.moved(z3.BitVecVal(op.offset, 64)) if op.offset else base

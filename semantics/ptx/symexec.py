@@ -1,0 +1,346 @@
+"""Symbolic execution of one symbolic thread: from PTX to the set of accesses it may perform.
+
+Paths fork at conditional branches and are pruned when infeasible. Loops are not unrolled: a loop whose
+carried registers all advance by a loop-invariant step each iteration (induction variables, the shape of
+guarded grid-stride and strided loops) is executed once with a symbolic iteration number `k`, every
+induction register set to `entry + k·step`. Bit-vector multiplication wraps exactly as repeated addition
+does, so this is the exact state at iteration k. A loop that carries any other live value (an
+accumulator) is outside this module's fragment and raises `Unsupported`, naming the loop and register.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import z3
+
+from semantics.errors import Unsupported
+from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
+from semantics.ptx.instructions import ALU
+from semantics.ptx.memory import MEMORY
+from semantics.ptx.machine import Pointer
+from semantics.ptx.state import KernelContext, ThreadState, fresh_like
+from semantics.ptx.types import PtxType
+
+MAX_PATHS = 2048
+_loop_ids = itertools.count()
+PRED = PtxType(".pred", "pred", 1)
+NO_EFFECT = frozenset({"pragma", ".pragma"})
+
+
+@dataclass
+class LoopInfo:
+    """A loop as summarised: its position, the condition to stay in it at iteration k, and its entries."""
+
+    header: str
+    line: int
+    k: z3.BitVecRef                       # the iteration variable of the real pass
+    stay: list[z3.BoolRef] = field(default_factory=list)   # back-edge path conditions, in terms of k
+    entry: z3.BoolRef = z3.BoolVal(True)  # when the loop is entered
+    steps: dict[str, object] = field(default_factory=dict)  # induction register -> step
+    start: dict[str, object] = field(default_factory=dict)  # induction register -> value at entry
+
+    def stay_at(self, j: z3.BitVecRef) -> z3.BoolRef:
+        """The condition to take the back edge at iteration j."""
+        return z3.substitute(z3.Or(self.stay) if self.stay else z3.BoolVal(False), (self.k, j))
+
+    def reached(self, k: z3.BitVecRef) -> z3.BoolRef:
+        """Iteration k runs: every earlier iteration took the back edge."""
+        j = z3.BitVec(f"j.{self.header}", 64)
+        return z3.ForAll([j], z3.Implies(z3.ULT(j, k), self.stay_at(j)))
+
+
+@dataclass
+class Effects:
+    """Everything one symbolic thread may do, for the property checkers."""
+
+    ctx: KernelContext
+    loops: list[LoopInfo]
+    exits: list[z3.BoolRef]
+
+
+class Executor:
+    def __init__(self, kernel: Kernel, ctx: KernelContext):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.body = kernel.body
+        self.labels = {item.name: i for i, item in enumerate(self.body) if isinstance(item, Label)}
+        self.loops: list[LoopInfo] = []
+        self.exits: list[z3.BoolRef] = []
+        self.paths = 0
+        self.solver = z3.Solver()
+        self.solver.set("timeout", 2000)
+
+    # ------------------------------------------------------------ driver
+
+    def run(self) -> Effects:
+        state = ThreadState(self.ctx)
+        self._explore(state, 0, stop=None, on_back_edge=None)
+        return Effects(self.ctx, self.loops, self.exits)
+
+    def _explore(self, state: ThreadState, pc: int, stop: tuple | None, on_back_edge) -> list:
+        """Run paths from pc. Inside a loop body (`stop` = (header, latch)), a taken back edge calls
+        `on_back_edge(state)`; a path leaving the body is returned as (pc, state) for the caller."""
+        work = [(pc, state)]
+        leaving = []
+        while work:
+            pc, st = work.pop()
+            if stop and not (stop[0] <= pc <= stop[1]):
+                leaving.append((pc, st))
+            elif pc >= len(self.body):
+                self._finish(st)
+            elif isinstance(self.body[pc], Label):
+                latch = self._latch(pc)
+                if latch is None:
+                    work.append((pc + 1, st))
+                elif stop:
+                    raise Unsupported("nested loops", f"loop at line {self.body[pc].line}")
+                else:
+                    work.extend(self._loop(st, pc, latch))
+            else:
+                work.extend(self._step(st, self.body[pc], pc, stop, on_back_edge))
+        return leaving
+
+    def _finish(self, st: ThreadState) -> None:
+        self.exits.append(st.condition())
+
+    # ------------------------------------------------------------ one instruction
+
+    def _step(self, st: ThreadState, ins: Instr, pc: int, stop, on_back_edge):
+        """Execute `ins`; return its successors as (pc, state) pairs: none when the path ends, two at a
+        fork."""
+        if ins.opcode in NO_EFFECT:
+            return [(pc + 1, st)]
+        where = f"line {ins.line}"
+        if ins.opcode == "bra":
+            return self._branch(st, ins, pc, stop, on_back_edge)
+        if ins.opcode in ("ret", "exit"):
+            if ins.pred is not None:
+                cond = self._pred(st, ins)
+                done, cont = st.copy(), st
+                done.path.append(cond)
+                cont.path.append(z3.Not(cond))
+                self._finish(done)
+                return [(pc + 1, cont)]
+            self._finish(st)
+            return []
+        handler = ALU.get(ins.opcode) or MEMORY.get(ins.opcode)
+        if handler is None:
+            raise Unsupported(f"instruction `{ins.opcode}{''.join(ins.mods)}`", where)
+        st.guard_pred = self._pred(st, ins) if ins.pred is not None else None
+        try:
+            handler(st, ins)
+        except Unsupported as exc:
+            raise Unsupported(exc.feature, exc.where or where) from None
+        except (ValueError, TypeError, z3.Z3Exception) as exc:
+            raise Unsupported(f"`{ins.opcode}{''.join(ins.mods)}` with these operands ({exc})", where) from None
+        finally:
+            st.guard_pred = None
+        return [(pc + 1, st)]
+
+    def _pred(self, st: ThreadState, ins: Instr) -> z3.BoolRef:
+        name, negated = ins.pred
+        value = st.read(Reg(name), PRED)
+        return z3.Not(value) if negated else value
+
+    def _branch(self, st: ThreadState, ins: Instr, pc: int, stop, on_back_edge):
+        (target,) = ins.operands
+        if not isinstance(target, Sym) or target.name not in self.labels:
+            raise Unsupported(f"branch to `{target}`", f"line {ins.line}")
+        dest = self.labels[target.name]
+        cond = self._pred(st, ins) if ins.pred is not None else z3.BoolVal(True)
+        successors = []
+        for c, to in ((cond, dest), (z3.Not(cond), pc + 1)):
+            s = st.copy()
+            c = z3.simplify(c)
+            if z3.is_false(c):
+                continue
+            if not z3.is_true(c):
+                s.path.append(c)
+                if not self._feasible(s):
+                    continue
+            if to <= pc:  # a backward branch: must be the back edge of the loop being executed
+                if not (stop and to == stop[0]):
+                    raise Unsupported("a backward branch that is not the back edge of a simple loop",
+                                      f"line {ins.line}")
+                on_back_edge(s)
+                continue
+            successors.append((to, s))
+        self.paths += max(len(successors) - 1, 0)
+        if self.paths > MAX_PATHS:
+            raise Unsupported(f"more than {MAX_PATHS} paths per thread")
+        return successors
+
+    def _feasible(self, st: ThreadState) -> bool:
+        self.solver.push()
+        self.solver.add(self.ctx.thread.in_launch(self.ctx.launch), *st.path)
+        result = self.solver.check()
+        self.solver.pop()
+        return result != z3.unsat
+
+    # ------------------------------------------------------------ loops
+
+    def _latch(self, pc: int) -> int | None:
+        """The last backward branch to the label at pc, if it heads a loop."""
+        name = self.body[pc].name
+        latches = [i for i in range(pc, len(self.body)) if isinstance(self.body[i], Instr)
+                   and self.body[i].opcode == "bra" and self.body[i].operands
+                   and isinstance(self.body[i].operands[0], Sym) and self.body[i].operands[0].name == name]
+        return max(latches) if latches else None
+
+    def _loop(self, st: ThreadState, header: int, latch: int) -> list:
+        """Summarise the loop [header, latch] entered in state st; return the states that leave it."""
+        where = f"loop at line {self.body[header].line}"
+        self._check_single_entry(header, latch, where)
+        written = self._written_registers(header, latch)
+        steps = self._induction_steps(st, header, latch, written, where)
+        k = z3.BitVec(f"k{next(_loop_ids)}.{self.body[header].name}", 64)
+        info = LoopInfo(self.body[header].name, self.body[header].line, k, entry=st.condition(), steps=steps,
+                        start={r: st.regs.get(r) for r in steps})
+        self.loops.append(info)
+        body_state = st.copy()
+        body_state.loops = st.loops + ((info, k),)
+        body_state.entered_loop = True
+        for r in written:
+            if r in steps:
+                body_state.regs[r] = _advance(st.regs[r], steps[r], k)
+            elif r in st.regs:
+                body_state.regs[r] = fresh_like(st.regs[r], r)  # dead at the header (checked above)
+            else:
+                body_state.regs.pop(r, None)
+        base = len(body_state.path)
+
+        def back_edge(s: ThreadState) -> None:
+            info.stay.append(z3.And(s.path[base:]) if len(s.path) > base else z3.BoolVal(True))
+
+        return self._explore(body_state, header + 1, (header, latch), back_edge)
+
+    def _check_single_entry(self, header: int, latch: int, where: str) -> None:
+        for i, item in enumerate(self.body):
+            if isinstance(item, Instr) and item.opcode == "bra" and not (header <= i <= latch):
+                target = self.labels.get(item.operands[0].name) if isinstance(item.operands[0], Sym) else None
+                if target is not None and header < target <= latch:
+                    raise Unsupported("a jump into the middle of a loop", where)
+
+    def _written_registers(self, header: int, latch: int) -> set[str]:
+        written: set[str] = set()
+        for item in self.body[header:latch + 1]:
+            if isinstance(item, Instr) and item.opcode not in ("st", "bra", "ret", "exit") and item.operands:
+                dst = item.operands[0]
+                for d in (dst.elems if isinstance(dst, Vec) else [dst]):
+                    if isinstance(d, Reg):
+                        written.add(d.name)
+        return written
+
+    def _induction_steps(self, st: ThreadState, header: int, latch: int, written: set[str], where: str) -> dict:
+        """Run the body once from a generic header state; a register is an induction variable when every
+        back edge gives it `header value + step`, the step free of header values."""
+        generic = st.copy()
+        generic.recording = False
+        generic.loops = st.loops + ((None, None),)
+        generic.entered_loop = True
+        symbols = {}
+        for r in written:
+            if r in st.regs:
+                generic.regs[r] = symbols[r] = fresh_like(st.regs[r], r)
+            else:
+                generic.regs.pop(r, None)
+        nexts: list[dict] = []
+        self._explore(generic, header + 1, (header, latch), lambda s: nexts.append(s.regs))
+        steps = {}
+        header_syms = [_symbol_of(v) for v in symbols.values()]
+        for r, sym in symbols.items():
+            deltas = {_delta(n.get(r), sym) for n in nexts}
+            if len(deltas) == 1 and None not in deltas:
+                (delta,) = deltas
+                if not any(z3.is_app(h) and _mentions(delta, h) for h in header_syms):
+                    steps[r] = delta
+        carried = [r for r in written if r not in steps and self._live_at_header(r, header, latch)]
+        if carried:
+            raise Unsupported(f"a loop-carried value in {sorted(carried)[0]} (accumulation loops are not "
+                              f"summarised yet)", where)
+        return steps
+
+    def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
+        """Conservatively: the register is read in the body before any write to it, or read after the loop."""
+        for item in self.body[header:latch + 1]:
+            if isinstance(item, Instr):
+                if reg in _sources(item):
+                    return True
+                if reg in _dests(item):
+                    break
+        for item in self.body[latch + 1:]:
+            if isinstance(item, Instr):
+                if reg in _sources(item):
+                    return True
+                if reg in _dests(item) and item.pred is None:
+                    return False
+        return False
+
+
+def _dests(ins: Instr) -> set[str]:
+    if ins.opcode in ("st", "bra", "ret", "exit") or not ins.operands:
+        return set()
+    dst = ins.operands[0]
+    return {d.name for d in (dst.elems if isinstance(dst, Vec) else [dst]) if isinstance(d, Reg)}
+
+
+def _sources(ins: Instr) -> set[str]:
+    ops = ins.operands if ins.opcode in ("st", "bra") else ins.operands[1:]
+    names = {ins.pred[0]} if ins.pred else set()
+    for op in ops:
+        for o in (op.elems if isinstance(op, Vec) else [op]):
+            if isinstance(o, Reg):
+                names.add(o.name)
+            elif hasattr(o, "base") and isinstance(o.base, Reg):
+                names.add(o.base.name)
+    return names
+
+
+def _symbol_of(value) -> z3.ExprRef:
+    return value.offset if isinstance(value, Pointer) else value
+
+
+def _mentions(term: z3.ExprRef, sym: z3.ExprRef) -> bool:
+    todo, seen = [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.eq(t, sym):
+            return True
+        todo.extend(t.children())
+    return False
+
+
+def _delta(nxt, hdr):
+    """next - header for bit-vectors and pointer offsets; None when not comparable."""
+    if nxt is None:
+        return None
+    if isinstance(hdr, Pointer):
+        if not isinstance(nxt, Pointer) or nxt.buffer != hdr.buffer:
+            return None
+        return z3.simplify(nxt.offset - hdr.offset)
+    if z3.is_bv(hdr) and z3.is_bv(nxt) and nxt.size() == hdr.size():
+        return z3.simplify(nxt - hdr)
+    if z3.eq(nxt, hdr):
+        return z3.BoolVal(True) if z3.is_bool(hdr) else z3.RealVal(0) if z3.is_real(hdr) else None
+    return None
+
+
+def _advance(start, step, k: z3.BitVecRef):
+    """The value of an induction register at iteration k: start + k·step, wrapping at its width."""
+    if isinstance(start, Pointer):
+        return Pointer(start.space, start.buffer, z3.simplify(start.offset + k * step))
+    if z3.is_bv(start):
+        w = start.size()
+        kk = z3.Extract(w - 1, 0, k) if w < 64 else k
+        return z3.simplify(start + kk * step)
+    return start  # an unchanged real or predicate: step is "no change"
+
+
+def execute(kernel: Kernel, ctx: KernelContext) -> Effects:
+    """All accesses one symbolic thread of `kernel` may perform, or Unsupported naming what is not modelled."""
+    return Executor(kernel, ctx).run()

@@ -1,0 +1,148 @@
+"""Concrete evaluation of model terms on real numbers, to confirm a solver's counterexample.
+
+Ideal functions are uninterpreted in the solver, so a model may give `exp` any values that happen to
+break an equation. A witness is reported only after both sides are recomputed here with the true
+functions (mpmath, 50 digits) and still differ. One table maps each z3 operator to its meaning.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from fractions import Fraction
+
+import mpmath
+import z3
+
+from semantics.axioms import IDEAL_FUNCTIONS
+
+mpmath.mp.dps = 50
+EXACT_CONSTANTS = {"ln2": lambda: mpmath.log(2)}
+
+
+class NotConcrete(Exception):
+    """The term could not be evaluated (a division by zero, a function outside the reals)."""
+
+
+def _fold(fn: Callable) -> Callable:
+    def apply(args: list) -> object:
+        result = args[0]
+        for a in args[1:]:
+            result = fn(result, a)
+        return result
+    return apply
+
+
+REAL_OPS: dict[int, Callable[[list], object]] = {
+    z3.Z3_OP_ADD: _fold(operator.add),
+    z3.Z3_OP_SUB: _fold(operator.sub),
+    z3.Z3_OP_MUL: _fold(operator.mul),
+    z3.Z3_OP_DIV: lambda a: a[0] / a[1],
+    z3.Z3_OP_UMINUS: lambda a: -a[0],
+    z3.Z3_OP_LT: lambda a: a[0] < a[1],
+    z3.Z3_OP_LE: lambda a: a[0] <= a[1],
+    z3.Z3_OP_GT: lambda a: a[0] > a[1],
+    z3.Z3_OP_GE: lambda a: a[0] >= a[1],
+    z3.Z3_OP_EQ: lambda a: a[0] == a[1],
+    z3.Z3_OP_DISTINCT: lambda a: a[0] != a[1],
+    z3.Z3_OP_AND: all,
+    z3.Z3_OP_OR: any,
+    z3.Z3_OP_NOT: lambda a: not a[0],
+    z3.Z3_OP_TO_REAL: lambda a: mpmath.mpf(a[0]),
+    z3.Z3_OP_POWER: lambda a: a[0] ** a[1],
+}
+
+
+class Evaluator:
+    """Evaluates terms under a model; buffer contents may be overridden per (function, index)."""
+
+    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int], Fraction] | None = None):
+        self.model = model
+        self.overrides = overrides or {}
+        self.reads: dict[tuple[str, int], object] = {}   # buffer element -> value used
+
+    def value(self, term: z3.ExprRef) -> object:
+        if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
+            v = self.model.eval(term, model_completion=True)
+            return v.as_long() if z3.is_bv_value(v) else z3.is_true(v)
+        if z3.is_rational_value(term):
+            frac = term.as_fraction()
+            return mpmath.mpf(frac.numerator) / frac.denominator
+        kind = term.decl().kind()
+        if kind == z3.Z3_OP_ITE:
+            return self.value(term.arg(1)) if self.value(term.arg(0)) else self.value(term.arg(2))
+        if kind == z3.Z3_OP_BV2INT:
+            return self.value(term.arg(0))
+        if kind == z3.Z3_OP_UNINTERPRETED:
+            return self._uninterpreted(term)
+        if kind not in REAL_OPS:
+            raise NotConcrete(f"operator {term.decl()}")
+        try:
+            return REAL_OPS[kind]([self.value(a) for a in term.children()])
+        except ZeroDivisionError as exc:
+            raise NotConcrete("division by zero") from exc
+
+    def _uninterpreted(self, term: z3.ExprRef) -> object:
+        name = term.decl().name()
+        if term.num_args() == 0:
+            if name in EXACT_CONSTANTS:
+                return EXACT_CONSTANTS[name]()
+            v = self.model.eval(term, model_completion=True)
+            return _number(v)
+        if name in IDEAL_FUNCTIONS:
+            arg = self.value(term.arg(0))
+            try:
+                result = IDEAL_FUNCTIONS[name].exact(arg)
+            except (ValueError, ZeroDivisionError) as exc:
+                raise NotConcrete(f"{name}({arg})") from exc
+            if isinstance(result, mpmath.mpc):
+                raise NotConcrete(f"{name}({arg}) is not real")
+            return result
+        index = self.value(term.arg(0))
+        key = (name, index)
+        if key not in self.overrides:
+            self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
+        value = self.overrides[key]
+        self.reads[key] = value
+        return mpmath.mpf(value.numerator) / value.denominator if isinstance(value, Fraction) else value
+
+
+def _number_fraction(v: z3.ExprRef) -> Fraction:
+    if z3.is_rational_value(v):
+        return Fraction(v.as_fraction())
+    if z3.is_algebraic_value(v):
+        return Fraction(v.approx(40).as_fraction())
+    if z3.is_bv_value(v):
+        return Fraction(v.as_long())
+    raise NotConcrete(f"value {v}")
+
+
+def _number(v: z3.ExprRef) -> object:
+    frac = _number_fraction(v)
+    return mpmath.mpf(frac.numerator) / frac.denominator
+
+
+def _has_reals(term: z3.ExprRef) -> bool:
+    todo = [term]
+    while todo:
+        t = todo.pop()
+        if z3.is_real(t):
+            return True
+        todo.extend(t.children())
+    return False
+
+
+def differ(a: object, b: object) -> bool:
+    """Two exact values differ beyond the 50-digit evaluation's noise."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a != b
+    scale = max(abs(a), abs(b), mpmath.mpf(1))
+    return abs(a - b) > scale * mpmath.mpf(10) ** -30
+
+
+def as_json_number(v: object) -> float | int | bool:
+    if isinstance(v, bool | int):
+        return v
+    if isinstance(v, Fraction):
+        return float(v)
+    return float(v)

@@ -1,0 +1,88 @@
+"""Capture of a KernelBench-style reference as a core-ATen graph, in a sandboxed subprocess.
+
+Reference files are code, and the verifier must not run untrusted code in its own process: capture
+starts `semantics.torch._capture_worker` with a scrubbed environment, in a fresh temporary directory, in
+its own process group (so a timeout kills the reference and anything it started), under CPU, file-size
+and core-dump limits and a wall-clock timeout. The worker never materializes a tensor: shapes and dtypes
+are all the verifier needs, and KernelBench inputs reach gigabytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from semantics.torch.graph import RefGraph, ScalarSpec, TensorSpec
+
+__all__ = [
+    "RefGraph", "ReferenceError", "ScalarSpec", "TensorSpec", "capture_reference", "capture_references",
+]
+
+_WARM_UP_S = 60.0          # importing torch and a first export, before any reference runs
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]   # the directory holding `semantics/`
+_MAX_STDERR = 4000
+
+
+class ReferenceError(Exception):  # the task contract's name (it shadows the builtin weakref error)
+    """The reference could not be captured; the message says why (for the user, not a traceback)."""
+
+
+def capture_reference(source: Path, timeout_s: float = 180.0) -> RefGraph:
+    """The core-ATen graph of the reference file `source`; raises ReferenceError when it cannot be had."""
+    result = capture_references([source], timeout_s)[0]
+    if isinstance(result, ReferenceError):
+        raise result
+    return result
+
+
+def capture_references(sources: Sequence[Path], timeout_s: float = 180.0) -> list[RefGraph | ReferenceError]:
+    """Capture several references with one warm worker (each still in its own forked process, so none can
+    affect another's graph). `timeout_s` applies to each reference; a failure is returned in its place."""
+    results: list[RefGraph | ReferenceError | None] = [None] * len(sources)
+    todo = []
+    for i, source in enumerate(sources):
+        path = Path(source).resolve()
+        if path.is_file():
+            todo.append((i, path))
+        else:
+            results[i] = ReferenceError(f"reference file not found: {source}")
+    if todo:
+        for (i, _), outcome in zip(todo, _run_worker([p for _, p in todo], timeout_s), strict=True):
+            results[i] = outcome
+    return results
+
+
+def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | ReferenceError]:
+    wall_s = _WARM_UP_S + timeout_s * len(paths)
+    with tempfile.TemporaryDirectory(prefix="lark-capture-") as tmp:
+        env = {
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": str(_PACKAGE_ROOT),
+            "HOME": tmp,
+            "TMPDIR": tmp,
+            "LANG": "C.UTF-8",
+            "OMP_NUM_THREADS": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONHASHSEED": "0",
+        }
+        cmd = [sys.executable, "-s", "-m", "semantics.torch._capture_worker", "--timeout", str(timeout_s),
+               *map(str, paths)]
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            out, err = proc.communicate(timeout=wall_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return [ReferenceError(f"reference capture timed out after {wall_s:g} s")] * len(paths)
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace")[-_MAX_STDERR:]
+        return [ReferenceError(f"capture worker failed (exit status {proc.returncode}): {tail}")] * len(paths)
+    return [ReferenceError(e["error"]) if "error" in e else RefGraph.from_data(e["graph"])
+            for e in json.loads(out)]

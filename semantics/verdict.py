@@ -1,0 +1,142 @@
+"""From a bound kernel and its reference to a verdict: the trusted core of `lark verify`.
+
+Runs the symbolic thread, hands each property checker its obligations, and merges property states into
+one verdict: any property violated -> refuted (with its witness), else any unknown -> unknown (with every
+reason), else verified. Provers (hint sources) are passed in and never trusted.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import z3
+
+from lean_pool.checker import Checker, Obligation, Outcome
+from semantics.errors import Unsupported
+from semantics.properties import coverage, equivalence, memory_safety, races, termination
+from semantics.properties.common import (
+    NOT_CHECKED,
+    PROPERTIES,
+    PROVED,
+    UNKNOWN,
+    VIOLATED,
+    Finding,
+    PropertyResult,
+)
+from semantics.ptx.ast import Kernel
+from semantics.ptx.bind import bind
+from semantics.ptx.machine import Buffer, Launch
+from semantics.ptx.symexec import execute
+
+
+@dataclass
+class Provers:
+    """Untrusted hint sources: writer of an output element, iteration bounds of a loop."""
+
+    inverse: Callable
+    bounds: Callable
+
+
+@dataclass
+class Report:
+    verdict: str
+    properties: dict[str, str]
+    findings: list[Finding]
+    reason: str | None
+    axioms: list[str] = field(default_factory=list)
+    obligations: list[tuple[Obligation, Outcome]] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass
+class Problem:
+    """Everything the core needs, already bound: no files, no compilers, no torch."""
+
+    kernel: Kernel
+    launch: Launch
+    buffers: dict[str, Buffer]
+    args: list[object]                                    # per kernel parameter: Buffer, literal or z3 term
+    references: dict[str, Callable] | None               # output buffer -> element function
+    reference_problem: str | None = None                 # why references is None
+    shared_symbols: set[str] = field(default_factory=set)
+
+
+def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
+    states = {p: r.state for p, r in results.items()}
+    if VIOLATED in states.values():
+        return "refuted", None
+    reasons = [reason for r in results.values() for reason in r.reasons]
+    if UNKNOWN in states.values() or NOT_CHECKED in states.values():
+        return "unknown", "; ".join(reasons) or "not every property was checked"
+    return "verified", None
+
+
+def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: float = 600.0,
+           progress: Callable[[str], None] | None = None) -> Report:
+    start = time.monotonic()
+    log: list[tuple[Obligation, Outcome]] = []
+    note = progress or (lambda _msg: None)
+
+    def per_obligation() -> float:
+        return max(min(timeout_s - (time.monotonic() - start), 120.0), 1.0)
+
+    results = {p: PropertyResult() for p in PROPERTIES}
+    try:
+        ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers)
+        note("symbolic execution")
+        effects = execute(problem.kernel, ctx)
+    except Unsupported as exc:
+        reason = f"unsupported: {exc}"
+        for r in results.values():
+            r.downgrade(UNKNOWN, reason)
+        return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, seconds=time.monotonic() - start)
+
+    thread, launch = ctx.thread, problem.launch
+    assumptions = z3.And(ctx.assumptions) if ctx.assumptions else z3.BoolVal(True)
+    launch_ok = z3.And(thread.in_launch(launch), assumptions)
+    accesses = ctx.accesses
+    stores = [a for a in accesses if a.kind == "store"]
+
+    def record(ob: Obligation, outcome: Outcome) -> None:
+        log.append((ob, outcome))
+
+    note("memory safety")
+    results["memory_safety"] = memory_safety.check(accesses, problem.buffers, thread, launch_ok, checker,
+                                                   per_obligation(), record)
+    note("race freedom")
+    results["race_freedom"] = races.check(accesses, {n: b.elem_bytes for n, b in problem.buffers.items()},
+                                          thread, launch, problem.shared_symbols, checker, per_obligation(), record)
+    note("termination")
+    results["termination"] = termination.check(effects.loops, provers.bounds, thread, launch, checker,
+                                               per_obligation(), record)
+    results["barrier_uniformity"] = PropertyResult(PROVED)  # the fragment has no barriers (bar.* is unsupported)
+    note("equivalence")
+    results["equivalence"] = _equivalence(problem, stores, provers, thread, launch, launch_ok, checker,
+                                          per_obligation(), record)
+    verdict, reason = merge(results)
+    findings = [f for r in results.values() for f in r.findings]
+    return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
+                  time.monotonic() - start)
+
+
+def _equivalence(problem: Problem, stores, provers, thread, launch, launch_ok, checker, timeout_s,
+                 record) -> PropertyResult:
+    if problem.references is None:
+        return PropertyResult(UNKNOWN, [f"reference not modelled: {problem.reference_problem}"])
+    strays = [a for a in stores if problem.buffers[a.buffer].role == "input"]
+    if strays:
+        return PropertyResult(UNKNOWN, [f"the kernel writes input buffer {strays[0].buffer} (line {strays[0].line});"
+                                        f" in-place updates are not modelled"])
+    outputs = [a for a in stores if problem.buffers[a.buffer].role == "output"]
+    values = equivalence.check(outputs, problem.buffers, problem.references, thread, launch_ok, checker,
+                               timeout_s, record)
+    if values.state == VIOLATED:
+        return values
+    covered = coverage.check(problem.buffers, outputs, provers.inverse, thread, launch, checker, timeout_s, record)
+    if covered.state == VIOLATED:
+        return covered
+    values.downgrade(covered.state)
+    values.reasons.extend(covered.reasons)
+    return values
