@@ -78,3 +78,27 @@ AXIOMS: dict[str, Axiom] = {
         Axiom("cos.approx", "cos.approx(x) = cos(x)"),
     )
 }
+
+
+# Facts that hold of the true functions, instantiated at every application found in a formula. They are
+# theorems about the reals, not approximations, so adding them never makes a wrong kernel pass.
+FACTS: dict[str, Callable[[z3.ExprRef, z3.ExprRef], z3.BoolRef]] = {
+    "exp": lambda app, x: app > 0,
+    "sqrt": lambda app, x: z3.Implies(x >= 0, z3.And(app >= 0, app * app == x)),
+    "tanh": lambda app, x: z3.And(app > -1, app < 1),
+    "erf": lambda app, x: z3.And(app > -1, app < 1),
+}
+
+
+def ground_facts(formula: z3.ExprRef) -> list[z3.BoolRef]:
+    """The FACTS rows for each ideal-function application occurring in `formula`."""
+    facts, todo, seen = [], [formula], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name()):
+            facts.append(FACTS[t.decl().name()](t, t.arg(0)))
+        todo.extend(t.children())
+    return facts

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import z3
 
+from semantics.ptx.machine import simplify
+
 COMPARISONS = {z3.Z3_OP_SLEQ, z3.Z3_OP_SLT, z3.Z3_OP_SGEQ, z3.Z3_OP_SGT, z3.Z3_OP_ULEQ, z3.Z3_OP_ULT,
                z3.Z3_OP_UGEQ, z3.Z3_OP_UGT, z3.Z3_OP_EQ}
 
@@ -37,8 +39,8 @@ def candidates(loop) -> list[z3.BitVecRef]:
     bounds = [z3.BitVecVal(0, 64)]
     for atom in _atoms(stay):
         d = atom.arg(0) - atom.arg(1)
-        d0 = z3.simplify(z3.substitute(d, (k, z3.BitVecVal(0, 64))))
-        step = z3.simplify(z3.substitute(d, (k, z3.BitVecVal(1, 64))) - d0)
+        d0 = simplify(z3.substitute(d, (k, z3.BitVecVal(0, 64))))
+        step = simplify(z3.substitute(d, (k, z3.BitVecVal(1, 64))) - d0)
         if not z3.is_bv_value(step) or step.as_long() == 0:
             continue
         c = _signed(step.as_long(), step.size())
@@ -46,7 +48,7 @@ def candidates(loop) -> list[z3.BitVecRef]:
         for extend in (z3.SignExt, z3.ZeroExt):
             start = extend(64 - w, d0) if w < 64 else d0
             distance = -start if c > 0 else start
-            bounds.append(z3.simplify(z3.If(distance <= 0 if extend is z3.SignExt else distance == 0,
+            bounds.append(simplify(z3.If(distance <= 0 if extend is z3.SignExt else distance == 0,
                                             z3.BitVecVal(0, 64), z3.UDiv(distance + (abs(c) - 1), abs(c)))))
-            bounds.append(z3.simplify(z3.UDiv(distance, abs(c)) + 1))
+            bounds.append(simplify(z3.UDiv(distance, abs(c)) + 1))
     return bounds

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import z3
 
+from semantics.ptx.machine import simplify
+
 Linear = tuple[dict[str, tuple[z3.ExprRef, int]], int]
 
 
@@ -58,22 +60,29 @@ def linearize(term: z3.ExprRef) -> Linear | None:
     if kind == z3.Z3_OP_BSHL and z3.is_bv_value(args[1]):
         inner = linearize(args[0])
         return None if inner is None else _scale(inner, 1 << args[1].as_long())
-    if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT, z3.Z3_OP_EXTRACT):
+    if kind in (z3.Z3_OP_SIGN_EXT, z3.Z3_OP_ZERO_EXT):
         return linearize(args[0])
+    if kind == z3.Z3_OP_EXTRACT:
+        low = term.params()[1]
+        return _shift_right(linearize(args[0]), low)
     if kind == z3.Z3_OP_CONCAT and len(args) == 2 and z3.is_bv_value(args[0]) and args[0].as_long() == 0:
         return linearize(args[1])
     if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
-        inner = linearize(args[0])
-        d = 1 << args[1].as_long()
-        if inner is None or inner[1] % d or any(c % d for _, c in inner[0].values()):
-            return None
-        return {k: (t, c // d) for k, (t, c) in inner[0].items()}, inner[1] // d
+        return _shift_right(linearize(args[0]), args[1].as_long())
     return None
+
+
+def _shift_right(form: Linear | None, bits: int) -> Linear | None:
+    """form / 2^bits, when every coefficient is divisible (byte offsets of aligned elements are)."""
+    d = 1 << bits
+    if form is None or form[1] % d or any(c % d for _, c in form[0].values()):
+        return None
+    return {k: (t, c // d) for k, (t, c) in form[0].items()}, form[1] // d
 
 
 def propose(index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
     """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""
-    form = linearize(z3.simplify(index))
+    form = linearize(simplify(index))
     if form is None:
         return None
     atoms, const = form
@@ -89,5 +98,5 @@ def propose(index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef)
     result = {}
     for name, v in by_name.items():
         term = hint.get(name, z3.BitVecVal(0, 64))
-        result[name] = z3.simplify(z3.Extract(v.size() - 1, 0, term) if v.size() < 64 else term)
+        result[name] = simplify(z3.Extract(v.size() - 1, 0, term) if v.size() < 64 else term)
     return result

@@ -15,10 +15,10 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.ptx.machine import Buffer, Launch, Thread
-from semantics.ptx.state import Access
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
 from semantics.properties.equivalence import element_index
+from semantics.ptx.machine import Buffer, Launch, Thread
+from semantics.ptx.state import Access
 
 E = z3.BitVec("e", 64)
 Hint = tuple[Access, int, dict[str, z3.ExprRef]]   # (store site, vector lane, variable name -> term in e)

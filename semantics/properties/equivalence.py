@@ -15,8 +15,7 @@ from fractions import Fraction
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.ptx.machine import Buffer, Thread
-from semantics.ptx.state import Access
+from semantics.axioms import ground_facts
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -26,6 +25,8 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
+from semantics.ptx.machine import Buffer, Thread, simplify
+from semantics.ptx.state import Access
 from semantics.replay import Evaluator, NotConcrete, as_json_number, differ
 
 RESAMPLES = 24
@@ -33,7 +34,7 @@ RESAMPLES = 24
 
 def element_index(access: Access, j: int) -> z3.BitVecRef:
     shift = access.elem_bytes.bit_length() - 1
-    return z3.simplify(z3.LShR(access.offset + j * access.elem_bytes, shift))
+    return simplify(z3.LShR(access.offset + j * access.elem_bytes, shift))
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
@@ -42,6 +43,7 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
     expected = reference(index)
     value = access.values[j]
     formula = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel), value != expected)
+    formula = z3.And(formula, *ground_facts(formula))
     witness = {**thread_witness(thread, access.loops), "element_index": index}
     ob = Obligation(f"equivalence: {buffer.name} element {j} of the store at line {access.line}",
                     "equivalence", formula, witness)

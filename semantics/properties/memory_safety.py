@@ -5,8 +5,6 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.ptx.machine import Buffer, Thread
-from semantics.ptx.state import Access
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -16,6 +14,8 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
+from semantics.ptx.machine import Buffer, Thread
+from semantics.ptx.state import Access
 
 
 def safe(access: Access, buffer: Buffer) -> z3.BoolRef:

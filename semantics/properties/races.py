@@ -13,8 +13,6 @@ import itertools
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.ptx.machine import Launch, Thread
-from semantics.ptx.state import Access
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -25,6 +23,8 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
+from semantics.ptx.machine import Launch, Thread
+from semantics.ptx.state import Access
 
 OTHER = Thread.fresh("'")
 

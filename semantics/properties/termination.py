@@ -12,8 +12,8 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.ptx.machine import Launch, Thread
 from semantics.properties.common import UNKNOWN, PropertyResult
+from semantics.ptx.machine import Launch, Thread
 
 
 def obligation(loop, bound: z3.BitVecRef, thread: Thread, launch: Launch) -> Obligation:

@@ -113,8 +113,14 @@ class Pointer:
     offset: z3.BitVecRef
 
     def moved(self, delta: z3.BitVecRef) -> Pointer:
-        return Pointer(self.space, self.buffer, z3.simplify(self.offset + delta))
+        return Pointer(self.space, self.buffer, simplify(self.offset + delta))
 
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,
                "int32": 4, "int64": 8, "bool": 1}
+
+
+def simplify(term: z3.ExprRef) -> z3.ExprRef:
+    """z3's simplifier, keeping sign extensions as such (the default rewrites them into bit concatenations,
+    which hides the affine index structure that provers and people read)."""
+    return z3.simplify(term, elim_sign_ext=False)

@@ -12,6 +12,7 @@ import z3
 
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Instr, Reg, Sym, Vec
+from semantics.ptx.machine import simplify
 from semantics.ptx.state import Access, ThreadState, address_of, coerce
 from semantics.ptx.types import TYPES, types_in
 
@@ -90,6 +91,8 @@ def _stored_value(state: ThreadState, op, ty, is_float: bool) -> z3.ExprRef:
 def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: int, values: tuple) -> list:
     """Record the access and return the loaded element values (loads)."""
     buffer = state.ctx.buffers[ptr.buffer]
+    if buffer.role == "opaque":
+        raise Unsupported(f"an access through compiler-internal parameter `{buffer.name}`", f"line {ins.line}")
     if elem_bytes != buffer.elem_bytes:
         raise Unsupported(f"{elem_bytes}-byte elements accessed in `{buffer.name}` ({buffer.dtype})",
                           f"line {ins.line}")
@@ -98,7 +101,7 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
             kind, "global", buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
             state.loops, ins.line, ins.loc))
     shift = elem_bytes.bit_length() - 1
-    indices = [z3.simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
+    indices = [simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
     if kind == "store":
         if not state.loops:
             guard = state.condition()

@@ -18,8 +18,8 @@ import z3
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.instructions import ALU
+from semantics.ptx.machine import Pointer, simplify
 from semantics.ptx.memory import MEMORY
-from semantics.ptx.machine import Pointer
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
 from semantics.ptx.types import PtxType
 
@@ -153,7 +153,7 @@ class Executor:
         successors = []
         for c, to in ((cond, dest), (z3.Not(cond), pc + 1)):
             s = st.copy()
-            c = z3.simplify(c)
+            c = simplify(c)
             if z3.is_false(c):
                 continue
             if not z3.is_true(c):
@@ -322,9 +322,9 @@ def _delta(nxt, hdr):
     if isinstance(hdr, Pointer):
         if not isinstance(nxt, Pointer) or nxt.buffer != hdr.buffer:
             return None
-        return z3.simplify(nxt.offset - hdr.offset)
+        return simplify(nxt.offset - hdr.offset)
     if z3.is_bv(hdr) and z3.is_bv(nxt) and nxt.size() == hdr.size():
-        return z3.simplify(nxt - hdr)
+        return simplify(nxt - hdr)
     if z3.eq(nxt, hdr):
         return z3.BoolVal(True) if z3.is_bool(hdr) else z3.RealVal(0) if z3.is_real(hdr) else None
     return None
@@ -333,11 +333,11 @@ def _delta(nxt, hdr):
 def _advance(start, step, k: z3.BitVecRef):
     """The value of an induction register at iteration k: start + k·step, wrapping at its width."""
     if isinstance(start, Pointer):
-        return Pointer(start.space, start.buffer, z3.simplify(start.offset + k * step))
+        return Pointer(start.space, start.buffer, simplify(start.offset + k * step))
     if z3.is_bv(start):
         w = start.size()
         kk = z3.Extract(w - 1, 0, k) if w < 64 else k
-        return z3.simplify(start + kk * step)
+        return simplify(start + kk * step)
     return start  # an unchanged real or predicate: step is "no change"
 
 

@@ -72,7 +72,7 @@ def _memo(fn: Callable[[Index], z3.ExprRef]) -> Callable[[Index], z3.ExprRef]:
     cache: dict[tuple[int, ...], tuple[Index, z3.ExprRef]] = {}
 
     def at(idx: Index) -> z3.ExprRef:
-        key = tuple(i.get_id() for i in idx)
+        key = tuple(i.get_id() for i in idx) + ((idx.flat.get_id(),) if isinstance(idx, _Unflat) else ())
         if key not in cache:
             cache[key] = (idx, fn(idx))  # keeping idx alive keeps its ids from being reused
         return cache[key][1]
@@ -99,8 +99,18 @@ def numel(shape: Sequence[int]) -> int:
     return math.prod(shape)
 
 
+class _Unflat(tuple):
+    """An index tuple made by `unflatten`, remembering the linear index it came from, so that flattening
+    it again in the same shape gives back that index (X(e), not X(e / 500 * 500 + e % 500))."""
+
+    flat: z3.BitVecRef
+    shape: tuple[int, ...]
+
+
 def flatten(idx: Index, shape: Sequence[int]) -> z3.BitVecRef:
     """Row-major linear index of `idx` in `shape`."""
+    if isinstance(idx, _Unflat) and idx.shape == tuple(shape):
+        return idx.flat
     total, stride = None, 1
     for i, d in zip(reversed(idx), reversed(shape), strict=True):
         if d != 1:
@@ -122,7 +132,9 @@ def unflatten(e: z3.BitVecRef, shape: Sequence[int]) -> Index:
             continue
         q = e if stride == 1 else z3.UDiv(e, bv(stride))
         idx.append(q if k == outer else z3.URem(q, bv(d)))
-    return tuple(idx)
+    result = _Unflat(idx)
+    result.flat, result.shape = e, tuple(shape)
+    return result
 
 
 def from_storage(read: Callable[[z3.BitVecRef], z3.ExprRef], shape: Sequence[int], dtype: str) -> Lazy:
@@ -187,6 +199,8 @@ def reshape(t: Lazy, shape: Sequence[int]) -> Lazy:
     groups = _groups(t.shape, shape)
 
     def at(idx: Index) -> z3.ExprRef:
+        if len(groups) == 1:
+            return t.at(unflatten(flatten(idx, shape), t.shape))
         src: list[z3.BitVecRef] = []
         for (s0, s1), (o0, o1) in groups:
             src.extend(unflatten(flatten(idx[o0:o1], shape[o0:o1]), t.shape[s0:s1]))

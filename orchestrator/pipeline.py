@@ -1,0 +1,137 @@
+"""The numbered stages of `lark verify`, from a manifest to a `Problem` the trusted core can decide.
+
+1 intake (manifest) -> 2 frontend (nvcc / triton -> PTX) -> 3 parse PTX -> 4 capture the reference
+-> 5 bind buffers, scalars and parameters -> 6 verify (semantics.verdict). Each stage raises its own
+error type; `IntakeError` and `ReferenceError` are bad input (exit 3), `Unsupported` becomes unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import z3
+
+from orchestrator.frontends import CompiledKernel, compile_kernel
+from orchestrator.manifest import IntakeError, Task, check_bindings, load_task
+from semantics.errors import Unsupported
+from semantics.ptx.ast import Kernel
+from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch
+from semantics.ptx.parser import PtxSyntaxError, parse_ptx
+from semantics.torch.capture import RefGraph, capture_reference
+from semantics.torch.graph import ScalarSpec, TensorSpec
+from semantics.torch.ops import RefEnv, reference_outputs
+from semantics.torch.ops import Unsupported as TorchUnsupported
+from semantics.verdict import Problem
+
+
+@dataclass
+class Prepared:
+    task: Task
+    compiled: CompiledKernel
+    kernel: Kernel
+    graph: RefGraph
+    problem: Problem
+
+
+def _tensor_specs(task: Task, graph: RefGraph) -> tuple[dict[str, TensorSpec], dict[str, tuple[str, int]]]:
+    """Shape/dtype of every named tensor, and how the reference sees each name ('input', i) / ('param', n)."""
+    ref = task.reference
+    if len(ref.inputs) != len(graph.user_inputs):
+        raise IntakeError("reference.inputs", f"get_inputs() returns {len(graph.user_inputs)} values, the manifest "
+                                              f"names {len(ref.inputs)}")
+    if len(ref.outputs) != len(graph.outputs):
+        raise IntakeError("reference.outputs", f"the model returns {len(graph.outputs)} outputs, the manifest names "
+                                               f"{len(ref.outputs)}")
+    specs: dict[str, TensorSpec] = {}
+    origin: dict[str, tuple[str, object]] = {}
+    for i, (name, spec) in enumerate(zip(ref.inputs, graph.user_inputs, strict=True)):
+        origin[name] = ("input", i)
+        if isinstance(spec, TensorSpec):
+            specs[name] = spec
+    for name, spec in zip(ref.outputs, graph.outputs, strict=True):
+        specs[name] = spec
+        origin[name] = ("output", None)
+    for name, state_name in ref.parameters.items():
+        if state_name not in graph.params:
+            raise IntakeError(f"reference.parameters.{name}", f"the model has no parameter or buffer "
+                                                              f"{state_name!r} (it has {sorted(graph.params)})")
+        specs[name] = graph.params[state_name]
+        origin[name] = ("param", state_name)
+    for name, decl in task.tensors.items():
+        if name not in specs:
+            specs[name] = TensorSpec(tuple(decl.shape), decl.dtype)
+            origin[name] = ("scratch", None)
+    return specs, origin
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _buffers(task: Task, specs: dict[str, TensorSpec], origin: dict) -> dict[str, Buffer]:
+    roles = {"input": "input", "param": "input", "output": "output", "scratch": "scratch"}
+    buffers = {}
+    for name, spec in specs.items():
+        if spec.dtype not in DTYPE_BYTES:
+            raise Unsupported(f"tensor {name} of dtype {spec.dtype}")
+        decl = task.tensors.get(name)
+        init = decl.init if decl and decl.init != "any" else None
+        buffers[name] = Buffer(name, spec.dtype, _numel(spec.shape), DTYPE_BYTES[spec.dtype],
+                               roles[origin[name][0]], init)
+    return buffers
+
+
+def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
+    return z3.Real(f"scalar.{name}") if spec.kind == "float" else z3.BitVec(f"scalar.{name}", 64)
+
+
+def prepare(path: Path) -> Prepared:
+    task = load_task(path)
+    compiled = compile_kernel(task.kernel)
+    try:
+        module = parse_ptx(compiled.ptx)
+    except PtxSyntaxError as exc:
+        raise IntakeError("kernel.source", f"the PTX does not parse: {exc}") from exc
+    kernel = module.kernels[compiled.entry]
+    graph = capture_reference(task.reference.source)
+    specs, origin = _tensor_specs(task, graph)
+    buffers = _buffers(task, specs, origin)
+    scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs
+               if isinstance(graph.user_inputs[origin[name][1]], ScalarSpec)}
+
+    n_user = compiled.user_params if compiled.user_params is not None else len(kernel.params)
+    user_params = kernel.params[:n_user]
+    bound_kinds = {name: f"tensor:{b.dtype}" for name, b in buffers.items()}
+    bound_kinds.update({name: f"scalar:{'float' if z3.is_real(s) else 'int'}" for name, s in scalars.items()})
+    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
+
+    args: list[object] = [buffers.get(a, scalars.get(a)) if isinstance(a, str) else a for a in task.launch.args]
+    for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
+        buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
+        args.append(buffers[extra.name])
+
+    block = task.launch.block or compiled.block
+    launch = Launch(task.launch.grid, block, task.launch.dynamic_shared_bytes)
+    references, problem_text = _references(graph, task, buffers, scalars, origin)
+    problem = Problem(kernel, launch, buffers, args, references, problem_text,
+                      shared_symbols={str(s) for s in scalars.values()} | {"ln2"})
+    return Prepared(task, compiled, kernel, graph, problem)
+
+
+def _references(graph: RefGraph, task: Task, buffers: dict[str, Buffer], scalars: dict, origin: dict):
+    tensors = {}
+    for name, (kind, key) in origin.items():
+        if kind == "input" and name in buffers:
+            tensors[f"input:{key}"] = buffers[name].contents()
+        elif kind == "param":
+            tensors[f"param:{key}"] = buffers[name].contents()
+    env = RefEnv(tensors=tensors, scalars={origin[n][1]: s for n, s in scalars.items()})
+    try:
+        outputs = reference_outputs(graph, env)
+    except TorchUnsupported as exc:
+        return None, str(exc)
+    return dict(zip(task.reference.outputs, outputs, strict=True)), None

@@ -1,0 +1,44 @@
+"""The JSON result and exit status of DESIGN §2.2 (pinned: tools outside this repo parse it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from semantics.properties.common import NOT_CHECKED, PROPERTIES
+from semantics.verdict import Report
+
+EXIT_STATUS = {"verified": 0, "refuted": 1, "unknown": 2, "error": 3}
+
+
+@dataclass
+class Result:
+    name: str
+    verdict: str
+    properties: dict[str, str]
+    findings: list[dict] = field(default_factory=list)
+    reason: str | None = None
+    certificate: str | None = None
+    stats: dict = field(default_factory=dict)
+    axioms: list[str] = field(default_factory=list)
+
+    @property
+    def exit_status(self) -> int:
+        return EXIT_STATUS[self.verdict]
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "verdict": self.verdict, "properties": self.properties,
+                "findings": self.findings, "reason": self.reason, "certificate": self.certificate,
+                "stats": self.stats, "axioms": self.axioms}
+
+
+def from_report(name: str, report: Report, wall_seconds: float) -> Result:
+    findings = [{"property": f.prop, "message": f.message, "witness": f.witness} for f in report.findings]
+    stats = {"wall_seconds": round(wall_seconds, 3), "obligations": len(report.obligations), "cache_hits": 0,
+             "llm_calls": 0,
+             "solver_seconds": round(sum(o.seconds for _, o in report.obligations), 3)}
+    return Result(name, report.verdict, report.properties, findings, report.reason, None, stats, report.axioms)
+
+
+def error(name: str, message: str, wall_seconds: float) -> Result:
+    return Result(name, "error", {p: NOT_CHECKED for p in PROPERTIES}, [], message, None,
+                  {"wall_seconds": round(wall_seconds, 3), "obligations": 0, "cache_hits": 0, "llm_calls": 0})
