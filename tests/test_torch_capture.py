@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from semantics.torch.capture import (
-    RefGraph,
     ReferenceError,
+    RefGraph,
     ScalarSpec,
     TensorSpec,
     capture_reference,

@@ -65,8 +65,24 @@ def linearize(term: z3.ExprRef) -> Linear | None:
     if kind == z3.Z3_OP_EXTRACT:
         low = term.params()[1]
         return _shift_right(linearize(args[0]), low)
-    if kind == z3.Z3_OP_CONCAT and len(args) == 2 and z3.is_bv_value(args[0]) and args[0].as_long() == 0:
-        return linearize(args[1])
+    if kind == z3.Z3_OP_CONCAT:  # hi·2^w(lo) + lo: exact, the way Triton's `or` of disjoint bits simplifies
+        total: Linear = ({}, 0)
+        shift = 0
+        for part in reversed(args):
+            form = linearize(part)
+            if form is None:
+                return None
+            total = _add(total, _scale(form, 1 << shift))
+            shift += part.size()
+        return total
+    if kind in (z3.Z3_OP_BOR, z3.Z3_OP_BAND) and len(args) == 2:
+        # A guess: `or` of disjoint bit ranges is a sum, `and` with a low mask is a no-op on in-range values.
+        forms = [linearize(a) for a in args]
+        if kind == z3.Z3_OP_BAND:
+            masks = [a for a in args if z3.is_bv_value(a)]
+            others = [a for a in args if not z3.is_bv_value(a)]
+            return linearize(others[0]) if len(masks) == 1 and len(others) == 1 else None
+        return None if None in forms else _add(forms[0], forms[1])
     if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
         return _shift_right(linearize(args[0]), args[1].as_long())
     return None

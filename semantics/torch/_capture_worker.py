@@ -69,6 +69,15 @@ def _spec(value: Any) -> dict[str, Any]:
     return {"shape": [int(d) for d in value.shape], "dtype": _dtype_name(value.dtype)}
 
 
+def _result(value: Any, where: str) -> dict[str, Any] | None:
+    """The spec of an op's result; None for ops that return nothing (export's metadata assertions)."""
+    if value is None:
+        return None
+    if isinstance(value, torch.Tensor):
+        return _spec(value)
+    raise CaptureFailure(f"{where}: cannot record a result of type {type(value).__name__}")
+
+
 def _load(source: Path) -> Any:
     try:
         spec = importlib.util.spec_from_file_location("lark_reference", source)
@@ -188,7 +197,7 @@ class _Encoder:
         double = _computes_in_double(node)
         args = {k: _encode(v, double, name) for k, v in bound.items() if k != "device"}
         val = node.meta.get("val")
-        out = [_spec(v) for v in val] if isinstance(val, tuple | list) else _spec(val)
+        out = [_result(v, name) for v in val] if isinstance(val, tuple | list) else _result(val, name)
         return {"op": "call", "name": node.name, "target": name, "args": args, "out": out}
 
 

@@ -13,8 +13,8 @@ Node format (one dict per node, in graph order; names are unique):
   created in ``forward`` (its value is unknown: capture never materializes tensors).
 * ``{"op": "call", "name": n, "target": "aten.add.Tensor", "args": {...}, "out": SPEC}`` — ``args``
   maps every argument name of the ATen schema to its value, defaults filled in (``device`` arguments are
-  dropped: capture runs on the meta device).  ``out`` is ``{"shape": [...], "dtype": "float32"}`` or, for
-  an op with several results, a list of those.
+  dropped: capture runs on the meta device).  ``out`` is ``{"shape": [...], "dtype": "float32"}``, null
+  for an op that returns nothing, or, for an op with several results, a list of those.
 * ``{"op": "output", "name": "output", "args": [VALUE, ...]}`` — the model's outputs in order.
 
 Values: ``{"node": name}`` refers to an earlier node; ``{"float": float.hex(v)}`` is a float constant,

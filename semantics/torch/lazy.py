@@ -199,6 +199,8 @@ def reshape(t: Lazy, shape: Sequence[int]) -> Lazy:
     groups = _groups(t.shape, shape)
 
     def at(idx: Index) -> z3.ExprRef:
+        if isinstance(idx, _Unflat) and idx.shape == shape:   # a reshape keeps the linear index
+            return t.at(unflatten(idx.flat, t.shape))
         if len(groups) == 1:
             return t.at(unflatten(flatten(idx, shape), t.shape))
         src: list[z3.BitVecRef] = []

@@ -97,7 +97,7 @@ def _min(a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
 
 
 def _sigmoid(x: z3.ExprRef) -> z3.ExprRef:
-    return 1 / (1 + ideal("exp")(-x))
+    return 1 / (1 + ideal("exp")(x))
 
 
 def _require(c: Call, kinds: frozenset[str]) -> None:
@@ -106,6 +106,7 @@ def _require(c: Call, kinds: frozenset[str]) -> None:
 
 
 _NUMERIC = FLOAT_DTYPES | frozenset(INT_WIDTHS)
+_BITS = frozenset(INT_WIDTHS) | {"bool"}
 
 
 def _unary(fn: Callable[[z3.ExprRef], z3.ExprRef], kinds: frozenset[str] = FLOAT_DTYPES) -> Op:
@@ -186,7 +187,7 @@ def _result_dtype(values: list[Any]) -> str:
 
 def _leaky_relu(c: Call) -> Callable[[z3.ExprRef], z3.ExprRef]:
     slope = c.const(c.args["negative_slope"], c.dtype)
-    return lambda x: z3.If(x > 0, x, x * slope)
+    return lambda x: z3.If(x > 0, x, x * slope * 2)
 
 
 def _clamp_fn(c: Call, lo_name: str, hi_name: str) -> Callable[[z3.ExprRef], z3.ExprRef]:
@@ -372,6 +373,10 @@ OPS: dict[str, Op] = {
         ("le", lambda a, b: a <= b), ("eq", lambda a, b: a == b), ("ne", lambda a, b: a != b),
     ) for kind in ("Tensor", "Scalar")},
     "aten.logical_not.default": _logical(z3.Not, ("self",)),
+    "aten.bitwise_not.default": _unary(lambda x: z3.Not(x) if z3.is_bool(x) else ~x, _BITS),
+    "aten.bitwise_and.Tensor": _binary(lambda a, b: z3.And(a, b) if z3.is_bool(a) else a & b, _BITS),
+    "aten.bitwise_or.Tensor": _binary(lambda a, b: z3.Or(a, b) if z3.is_bool(a) else a | b, _BITS),
+    "aten.bitwise_xor.Tensor": _binary(lambda a, b: z3.Xor(a, b) if z3.is_bool(a) else a ^ b, _BITS),
     "aten.logical_and.default": _logical(z3.And, ("self", "other")),
     "aten.logical_or.default": _logical(z3.Or, ("self", "other")),
 }
