@@ -102,15 +102,16 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     def record(ob: Obligation, outcome: Outcome) -> None:
         log.append((ob, outcome))
 
+    note("termination")
+    results["termination"], bounds = termination.check(effects.loops, provers.bounds, thread, launch, checker,
+                                                       per_obligation(), record)
+    effects.resolve_loops(bounds)
     note("memory safety")
     results["memory_safety"] = memory_safety.check(accesses, problem.buffers, thread, launch_ok, checker,
                                                    per_obligation(), record)
     note("race freedom")
     results["race_freedom"] = races.check(accesses, {n: b.elem_bytes for n, b in problem.buffers.items()},
                                           thread, launch, problem.shared_symbols, checker, per_obligation(), record)
-    note("termination")
-    results["termination"] = termination.check(effects.loops, provers.bounds, thread, launch, checker,
-                                               per_obligation(), record)
     results["barrier_uniformity"] = PropertyResult(PROVED)  # the fragment has no barriers (bar.* is unsupported)
     note("equivalence")
     results["equivalence"] = _equivalence(problem, stores, provers, thread, launch, launch_ok, checker,

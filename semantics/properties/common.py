@@ -52,12 +52,13 @@ def thread_witness(thread: Thread, loops: tuple = (), suffix: str = "") -> dict[
 
 
 def shaped_thread(values: dict, suffix: str = "") -> dict:
-    """A witness's thread as the contract's JSON: {'block': [x, y, z], 'thread': [x, y, z]}."""
+    """A witness's thread as the contract's JSON: {'block': [x, y, z], 'thread': [x, y, z]}, plus the
+    iteration of each enclosing loop as 'iteration@line N'."""
+    prefix = f"iteration{suffix}@"
     return {
         "block": [values[f"block{suffix}.{a}"] for a in AXES],
         "thread": [values[f"thread{suffix}.{a}"] for a in AXES],
-        **{k.replace(suffix, "") if suffix else k: v for k, v in values.items() if k.startswith("iteration")
-           and k.startswith(f"iteration{suffix}")},
+        **{"iteration@" + k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)},
     }
 
 

@@ -23,16 +23,19 @@ def obligation(loop, bound: z3.BitVecRef, thread: Thread, launch: Launch) -> Obl
 
 
 def check(loops: list, propose: Callable, thread: Thread, launch: Launch, checker: Checker, timeout_s: float,
-          record) -> PropertyResult:
-    """`propose(loop)` is the untrusted source of candidate bounds."""
+          record) -> tuple[PropertyResult, dict[int, z3.BitVecRef]]:
+    """`propose(loop)` is the untrusted source of candidate bounds. Returns the proved bound of each loop
+    (by id) as well: later checks may assume a loop never runs past it."""
     result = PropertyResult()
+    proved: dict[int, z3.BitVecRef] = {}
     for loop in loops:
         for bound in propose(loop):
             ob = obligation(loop, bound, thread, launch)
             outcome = checker.check(ob, timeout_s)
             record(ob, outcome)
             if outcome.status == PROVED:
+                proved[id(loop)] = bound
                 break
         else:
             result.downgrade(UNKNOWN, f"could not bound the iterations of the loop at line {loop.line}")
-    return result
+    return result, proved

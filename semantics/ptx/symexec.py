@@ -40,6 +40,13 @@ class LoopInfo:
     entry: z3.BoolRef = z3.BoolVal(True)  # when the loop is entered
     steps: dict[str, object] = field(default_factory=dict)  # induction register -> step
     start: dict[str, object] = field(default_factory=dict)  # induction register -> value at entry
+    placeholder: z3.BoolRef = z3.BoolVal(True)  # stands for "iteration k is reached" until resolved
+
+    def reach_guard(self, bound: z3.BitVecRef | None) -> z3.BoolRef:
+        """A sound over-approximation of "iteration k runs": the previous iteration took the back edge,
+        and k is within a proved iteration bound (the loop is left at or before it)."""
+        previous = z3.Or(self.k == 0, self.stay_at(self.k - 1))
+        return z3.And(previous, z3.ULE(self.k, bound)) if bound is not None else previous
 
     def stay_at(self, j: z3.BitVecRef) -> z3.BoolRef:
         """The condition to take the back edge at iteration j."""
@@ -53,11 +60,26 @@ class LoopInfo:
 
 @dataclass
 class Effects:
-    """Everything one symbolic thread may do, for the property checkers."""
+    """Everything one symbolic thread may do, for the property checkers.
+
+    Until `resolve_loops` runs, guards inside and after a loop carry the loop's placeholder for "this
+    iteration is reached"; it is resolved once iteration bounds are known (proved by termination)."""
 
     ctx: KernelContext
     loops: list[LoopInfo]
     exits: list[z3.BoolRef]
+
+    def resolve_loops(self, bounds: dict[int, z3.BitVecRef | None]) -> None:
+        """Replace every loop placeholder by its reach guard; `bounds` maps id(loop) to a proved bound."""
+        if not self.loops:
+            return
+        pairs = [(loop.placeholder, loop.reach_guard(bounds.get(id(loop)))) for loop in self.loops]
+        for access in self.ctx.accesses:
+            access.guard = z3.substitute(access.guard, *pairs)
+        for loop in self.loops:
+            loop.entry = z3.substitute(loop.entry, *pairs)
+            loop.stay = [z3.substitute(c, *pairs) for c in loop.stay]
+        self.exits = [z3.substitute(c, *pairs) for c in self.exits]
 
 
 class Executor:
@@ -197,7 +219,7 @@ class Executor:
         steps = self._induction_steps(st, header, latch, written, where)
         k = z3.BitVec(f"k{next(_loop_ids)}.{self.body[header].name}", 64)
         info = LoopInfo(self.body[header].name, self.body[header].line, k, entry=st.condition(), steps=steps,
-                        start={r: st.regs.get(r) for r in steps})
+                        start={r: st.regs.get(r) for r in steps}, placeholder=z3.Bool(f"reach.{k}"))
         self.loops.append(info)
         body_state = st.copy()
         body_state.loops = st.loops + ((info, k),)
@@ -209,6 +231,7 @@ class Executor:
                 body_state.regs[r] = fresh_like(st.regs[r], r)  # dead at the header (checked above)
             else:
                 body_state.regs.pop(r, None)
+        body_state.path.append(info.placeholder)
         base = len(body_state.path)
 
         def back_edge(s: ThreadState) -> None:

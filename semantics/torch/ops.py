@@ -97,7 +97,7 @@ def _min(a: z3.ExprRef, b: z3.ExprRef) -> z3.ExprRef:
 
 
 def _sigmoid(x: z3.ExprRef) -> z3.ExprRef:
-    return 1 / (1 + ideal("exp")(x))
+    return 1 / (1 + ideal("exp")(-x))
 
 
 def _require(c: Call, kinds: frozenset[str]) -> None:
@@ -187,7 +187,7 @@ def _result_dtype(values: list[Any]) -> str:
 
 def _leaky_relu(c: Call) -> Callable[[z3.ExprRef], z3.ExprRef]:
     slope = c.const(c.args["negative_slope"], c.dtype)
-    return lambda x: z3.If(x > 0, x, x * slope * 2)
+    return lambda x: z3.If(x > 0, x, x * slope)
 
 
 def _clamp_fn(c: Call, lo_name: str, hi_name: str) -> Callable[[z3.ExprRef], z3.ExprRef]:
