@@ -33,7 +33,10 @@ from semantics.ptx.symexec import execute
 
 @dataclass
 class Provers:
-    """Untrusted hint sources: writer of an output element, iteration bounds of a loop."""
+    """Untrusted hint sources, each called with a key that names what it is asked about, so a certificate
+    can record the accepted hints and `lark check` can replay exactly those:
+    `inverse(key, index, variables, e)` proposes the writer of output element e;
+    `bounds(key, loop)` proposes iteration bounds of a loop."""
 
     inverse: Callable
     bounds: Callable
@@ -48,6 +51,7 @@ class Report:
     axioms: list[str] = field(default_factory=list)
     obligations: list[tuple[Obligation, Outcome]] = field(default_factory=list)
     seconds: float = 0.0
+    hints: dict[str, object] = field(default_factory=dict)   # key -> accepted hint (z3 terms)
 
 
 @dataclass
@@ -103,8 +107,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         log.append((ob, outcome))
 
     note("termination")
+    hints: dict[str, object] = {}
     results["termination"], bounds = termination.check(effects.loops, provers.bounds, thread, launch, checker,
-                                                       per_obligation(), record)
+                                                       per_obligation(), record, hints)
     effects.resolve_loops(bounds)
     note("memory safety")
     results["memory_safety"] = memory_safety.check(accesses, problem.buffers, thread, launch_ok, checker,
@@ -115,15 +120,15 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     results["barrier_uniformity"] = PropertyResult(PROVED)  # the fragment has no barriers (bar.* is unsupported)
     note("equivalence")
     results["equivalence"] = _equivalence(problem, stores, provers, thread, launch, launch_ok, checker,
-                                          per_obligation(), record)
+                                          per_obligation(), record, hints)
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
-                  time.monotonic() - start)
+                  time.monotonic() - start, hints)
 
 
 def _equivalence(problem: Problem, stores, provers, thread, launch, launch_ok, checker, timeout_s,
-                 record) -> PropertyResult:
+                 record, hints: dict) -> PropertyResult:
     if problem.references is None:
         return PropertyResult(UNKNOWN, [f"reference not modelled: {problem.reference_problem}"])
     strays = [a for a in stores if problem.buffers[a.buffer].role == "input"]
@@ -135,7 +140,8 @@ def _equivalence(problem: Problem, stores, provers, thread, launch, launch_ok, c
                                timeout_s, record)
     if values.state == VIOLATED:
         return values
-    covered = coverage.check(problem.buffers, outputs, provers.inverse, thread, launch, checker, timeout_s, record)
+    covered = coverage.check(problem.buffers, outputs, provers.inverse, thread, launch, checker, timeout_s, record,
+                             hints)
     if covered.state == VIOLATED:
         return covered
     values.downgrade(covered.state)

@@ -54,6 +54,7 @@ PROOF_MODELS = {
     "matmul": _model("x @ x", "torch.randn(4, 4)"),
     "sum": _model("x.sum(dim=1)", "torch.randn(4, 4)"),
     "constant": _model("x + torch.tensor(2.0)", "torch.randn(4)"),
+    "to_int": _model("x.to(torch.int32)", "torch.randn(4)"),
 }
 
 # (name, forward expression) over x: f32 (2, 3), y: f32 (3,), n: int32 (2, 3), s: float scalar,
@@ -185,7 +186,7 @@ def test_view_chain_folds_back_to_the_flat_index(graphs):
 
 @pytest.mark.parametrize("name, op", [
     ("sort", "aten.sort.default"), ("matmul", "aten.mm.default"), ("sum", "aten.sum.dim_IntList"),
-    ("constant", "tensor constant"),
+    ("constant", "tensor constant"), ("to_int", "conversion from float32 to int32"),
 ])
 def test_unsupported_names_the_op(graphs, name, op):
     with pytest.raises(Unsupported, match=op.replace(".", r"\.")):
@@ -240,6 +241,8 @@ _OPS = {  # z3 operator kind -> its meaning on numbers; If is lazy (a dead branc
 def _number(t: z3.ExprRef):
     if z3.is_rational_value(t):
         return mpmath.mpf(t.numerator_as_long()) / t.denominator_as_long()
+    if z3.is_bv_value(t):
+        return t.as_signed_long()
     if z3.is_true(t) or z3.is_false(t):
         return z3.is_true(t)
     name = t.decl().name()

@@ -33,7 +33,7 @@ def _signed(value: int, width: int) -> int:
     return value - (1 << width) if value >= 1 << (width - 1) else value
 
 
-def candidates(loop) -> list[z3.BitVecRef]:
+def candidates(key: str, loop) -> list[z3.BitVecRef]:
     k = loop.k
     stay = z3.Or(loop.stay) if loop.stay else z3.BoolVal(False)
     bounds = [z3.BitVecVal(0, 64)]

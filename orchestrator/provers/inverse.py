@@ -96,7 +96,8 @@ def _shift_right(form: Linear | None, bits: int) -> Linear | None:
     return {k: (t, c // d) for k, (t, c) in form[0].items()}, form[1] // d
 
 
-def propose(index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
+def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
+            e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
     """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""
     form = linearize(simplify(index))
     if form is None:

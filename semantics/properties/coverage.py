@@ -55,8 +55,9 @@ def never_written(buffer: Buffer, stores: list[Access], element: int, thread: Th
 
 
 def check(buffers: dict[str, Buffer], stores: list[Access], propose: Callable, thread: Thread, launch: Launch,
-          checker: Checker, timeout_s: float, record) -> PropertyResult:
-    """`propose(access, lane, variables, e)` is the untrusted hint source."""
+          checker: Checker, timeout_s: float, record, accepted: dict) -> PropertyResult:
+    """`propose(key, index, variables, e)` is the untrusted hint source; hints of a proved obligation are
+    put in `accepted` under their keys, for the certificate."""
     result = PropertyResult()
     for buffer in buffers.values():
         if buffer.role != "output":
@@ -65,15 +66,17 @@ def check(buffers: dict[str, Buffer], stores: list[Access], propose: Callable, t
         hints = []
         for access in own:
             for lane in range(len(access.values)):
-                hint = propose(element_index(access, lane), writer_variables(access, thread), E)
+                key = f"coverage:{buffer.name}:line{access.line}:lane{lane}"
+                hint = propose(key, element_index(access, lane), writer_variables(access, thread), E)
                 if hint is not None:
-                    hints.append((access, lane, hint))
+                    hints.append((access, lane, hint, key))
         candidates = [0, buffer.numel - 1]
         if hints:
-            ob = obligation(buffer, hints, thread, launch)
+            ob = obligation(buffer, [h[:3] for h in hints], thread, launch)
             outcome = checker.check(ob, timeout_s)
             record(ob, outcome)
             if outcome.status == PROVED:
+                accepted.update({key: hint for _, _, hint, key in hints})
                 continue
             if outcome.status == REFUTED:
                 candidates.insert(0, outcome.model["element_index"])

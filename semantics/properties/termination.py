@@ -22,19 +22,27 @@ def obligation(loop, bound: z3.BitVecRef, thread: Thread, launch: Launch) -> Obl
                       formula)
 
 
+def loop_key(loops: list, loop) -> str:
+    """A name for the loop stable across runs: its header label and which entry of that header it is."""
+    same = [other for other in loops if other.header == loop.header]
+    return f"termination:{loop.header}#{same.index(loop)}"
+
+
 def check(loops: list, propose: Callable, thread: Thread, launch: Launch, checker: Checker, timeout_s: float,
-          record) -> tuple[PropertyResult, dict[int, z3.BitVecRef]]:
+          record, accepted: dict) -> tuple[PropertyResult, dict[int, z3.BitVecRef]]:
     """`propose(loop)` is the untrusted source of candidate bounds. Returns the proved bound of each loop
     (by id) as well: later checks may assume a loop never runs past it."""
     result = PropertyResult()
     proved: dict[int, z3.BitVecRef] = {}
     for loop in loops:
-        for bound in propose(loop):
+        key = loop_key(loops, loop)
+        for bound in propose(key, loop):
             ob = obligation(loop, bound, thread, launch)
             outcome = checker.check(ob, timeout_s)
             record(ob, outcome)
             if outcome.status == PROVED:
                 proved[id(loop)] = bound
+                accepted[key] = bound
                 break
         else:
             result.downgrade(UNKNOWN, f"could not bound the iterations of the loop at line {loop.line}")

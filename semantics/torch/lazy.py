@@ -40,22 +40,23 @@ def element_sort(dtype: str) -> z3.SortRef:
     raise Unsupported(f"dtype {dtype}")
 
 
-def convert(term: z3.ExprRef, src: str, dst: str) -> z3.ExprRef:
-    """The value of a `src` element as a `dst` element: the identity between floats (exact reals), exact
-    for integer and bool to float, two's-complement extension or wrap-around between integer widths."""
+def converter(src: str, dst: str) -> Callable[[z3.ExprRef], z3.ExprRef]:
+    """How a `src` element becomes a `dst` element: the identity between floats (exact reals), exact for
+    integer and bool to float, two's-complement extension or wrap-around between integer widths. Raises
+    Unsupported (when the op is built, not when a term is) for float to integer."""
     if src == dst or (src in FLOAT_DTYPES and dst in FLOAT_DTYPES):
-        return term
+        return lambda t: t
     if dst == "bool":
-        return term != _zero(src)
+        return lambda t: t != _zero(src)
     if src == "bool":
-        return z3.If(term, _one(dst), _zero(dst))
+        return lambda t: z3.If(t, _one(dst), _zero(dst))
     if src in INT_WIDTHS and dst in FLOAT_DTYPES:
-        return z3.ToReal(z3.BV2Int(term, is_signed=src != "uint8"))
+        return lambda t: z3.ToReal(z3.BV2Int(t, is_signed=src != "uint8"))
     if src in INT_WIDTHS and dst in INT_WIDTHS:
         grow = INT_WIDTHS[dst] - INT_WIDTHS[src]
         if grow > 0:
-            return (z3.ZeroExt if src == "uint8" else z3.SignExt)(grow, term)
-        return z3.Extract(INT_WIDTHS[dst] - 1, 0, term) if grow < 0 else term
+            return lambda t: (z3.ZeroExt if src == "uint8" else z3.SignExt)(grow, t)
+        return lambda t: z3.Extract(INT_WIDTHS[dst] - 1, 0, t) if grow < 0 else t
     raise Unsupported(f"conversion from {src} to {dst}")
 
 
@@ -146,17 +147,6 @@ def constant(term: z3.ExprRef, shape: Sequence[int], dtype: str) -> Lazy:
     return Lazy.of(shape, dtype, lambda idx: term)
 
 
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    rank = max((len(s) for s in shapes), default=0)
-    out = []
-    for k in range(rank):
-        dims = {s[k - rank + len(s)] for s in shapes if k - rank + len(s) >= 0} - {1}
-        if len(dims) > 1:
-            raise Unsupported(f"shapes {[tuple(s) for s in shapes]} do not broadcast")
-        out.append(dims.pop() if dims else 1)
-    return tuple(out)
-
-
 def expand(t: Lazy, shape: Sequence[int]) -> Lazy:
     """Broadcast `t` to `shape`: the index into a broadcast dim is 0."""
     shape = tuple(shape)
@@ -173,9 +163,8 @@ def elementwise(fn: Callable[..., z3.ExprRef], operands: Sequence[Lazy], shape: 
                 dtype: str, compute: str | None = None) -> Lazy:
     """fn applied to the operands' elements, each broadcast to `shape` and converted to the `compute`
     dtype (default: the result dtype, as torch's type promotion does)."""
-    compute = compute or dtype
-    parts = [expand(o, shape) for o in operands]
-    return Lazy.of(shape, dtype, lambda idx: fn(*(convert(p.at(idx), p.dtype, compute) for p in parts)))
+    parts = [(expand(o, shape), converter(o.dtype, compute or dtype)) for o in operands]
+    return Lazy.of(shape, dtype, lambda idx: fn(*(conv(p.at(idx)) for p, conv in parts)))
 
 
 def permute(t: Lazy, dims: Sequence[int]) -> Lazy:
@@ -188,9 +177,10 @@ def permute(t: Lazy, dims: Sequence[int]) -> Lazy:
 
 
 def reshape(t: Lazy, shape: Sequence[int]) -> Lazy:
-    """A view with another shape. Dims are matched in groups whose sizes multiply to the same number, so
-    only the dims that really merge or split get a flatten/unflatten (inserting or dropping a dim of size
-    1, or splitting one dim in two, leaves the other indices untouched)."""
+    """A view with another shape: the same row-major linear index. An index that came from unflattening a
+    linear index e is re-unflattened from e directly (chains of views fold back to X(e)); otherwise dims
+    are matched in groups whose sizes multiply to the same number, so only the dims that really merge or
+    split get a flatten/unflatten and the others keep their index terms."""
     shape = _resolve_shape(shape, numel(t.shape))
     if shape == t.shape:
         return t

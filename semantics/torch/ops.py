@@ -109,29 +109,26 @@ _NUMERIC = FLOAT_DTYPES | frozenset(INT_WIDTHS)
 _BITS = frozenset(INT_WIDTHS) | {"bool"}
 
 
-def _unary(fn: Callable[[z3.ExprRef], z3.ExprRef], kinds: frozenset[str] = FLOAT_DTYPES) -> Op:
-    """x -> fn(x), computed in the result dtype (torch promotes an integer input of exp to float)."""
-    def op(c: Call) -> Lazy:
-        _require(c, kinds)
-        return lazy.elementwise(fn, [c.tensor("self")], c.shape, c.dtype)
-    return op
-
-
 def _unary_with(make: Callable[[Call], Callable[[z3.ExprRef], z3.ExprRef]],
                 kinds: frozenset[str] = FLOAT_DTYPES) -> Op:
-    """Like `_unary`, for functions with constant arguments (slopes, bounds, gelu's mode)."""
+    """x -> make(call)(x), computed in the result dtype (torch promotes an integer input of exp to
+    float); `make` reads the op's constant arguments (slopes, bounds, gelu's mode)."""
     def op(c: Call) -> Lazy:
         _require(c, kinds)
         return lazy.elementwise(make(c), [c.tensor("self")], c.shape, c.dtype)
     return op
 
 
-def _binary(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef], kinds: frozenset[str] = _NUMERIC,
-            first: str = "self", second: str = "other") -> Op:
-    """fn(a, b) with broadcasting; either argument may be a Python scalar."""
+def _unary(fn: Callable[[z3.ExprRef], z3.ExprRef], kinds: frozenset[str] = FLOAT_DTYPES) -> Op:
+    return _unary_with(lambda c: fn, kinds)
+
+
+def _binary(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef], kinds: frozenset[str] = _NUMERIC) -> Op:
+    """fn(self, other) with broadcasting; either argument may be a Python scalar."""
     def op(c: Call) -> Lazy:
         _require(c, kinds)
-        return lazy.elementwise(fn, [c.operand(first, c.dtype), c.operand(second, c.dtype)], c.shape, c.dtype)
+        return lazy.elementwise(fn, [c.operand("self", c.dtype), c.operand("other", c.dtype)], c.shape,
+                                c.dtype)
     return op
 
 
@@ -204,14 +201,14 @@ def _clamp_fn(c: Call, lo_name: str, hi_name: str) -> Callable[[z3.ExprRef], z3.
 def _clamp_tensor(c: Call) -> Lazy:
     """clamp with tensor bounds: min(max(x, lo), hi), bounds broadcast like operands."""
     _require(c, _NUMERIC)
-    parts = [c.tensor("self")] + [c.tensor(n) for n in ("min", "max") if c.args.get(n) is not None]
-    has_lo, has_hi = c.args.get("min") is not None, c.args.get("max") is not None
+    bounds = [(name, f) for name, f in (("min", _max), ("max", _min)) if c.args.get(name) is not None]
 
-    def fn(x: z3.ExprRef, *bounds: z3.ExprRef) -> z3.ExprRef:
-        rest = list(bounds)
-        y = _max(x, rest.pop(0)) if has_lo else x
-        return _min(y, rest.pop(0)) if has_hi else y
-    return lazy.elementwise(fn, parts, c.shape, c.dtype)
+    def fn(x: z3.ExprRef, *values: z3.ExprRef) -> z3.ExprRef:
+        for (_, f), v in zip(bounds, values, strict=True):
+            x = f(x, v)
+        return x
+    operands = [c.tensor("self")] + [c.operand(name, c.dtype) for name, _ in bounds]
+    return lazy.elementwise(fn, operands, c.shape, c.dtype)
 
 
 def _gelu(c: Call) -> Callable[[z3.ExprRef], z3.ExprRef]:
@@ -237,28 +234,28 @@ def _elu(c: Call) -> Callable[[z3.ExprRef], z3.ExprRef]:
                            (ideal("exp")(x if in_scale == 1 else x * inner) - 1) * neg)
 
 
+_MAX_POW = 64
+
+
 def _pow(c: Call) -> Callable[[z3.ExprRef], z3.ExprRef]:
     """x ** n for a constant n: integers as products (n = 0 gives 1, as in torch), +-0.5 as square roots."""
     n = c.args["exponent"]
     if isinstance(n, float) and n.is_integer():
         n = int(n)
-    if isinstance(n, int) and not isinstance(n, bool) and abs(n) <= _MAX_POW:
-        one = c.const(1, c.dtype)
-
-        def power(x: z3.ExprRef) -> z3.ExprRef:
-            term = one
-            for k in range(abs(n)):
-                term = x if k == 0 else term * x
-            return term if n >= 0 else one / term
-        if n < 0:
-            _require(c, FLOAT_DTYPES)
-        return power
     if n in (0.5, -0.5) and c.dtype in FLOAT_DTYPES:
         return (lambda x: ideal("sqrt")(x)) if n > 0 else (lambda x: 1 / ideal("sqrt")(x))
-    raise Unsupported(f"aten.pow.Tensor_Scalar with exponent {n!r}")
+    if not isinstance(n, int) or isinstance(n, bool) or abs(n) > _MAX_POW:
+        raise Unsupported(f"aten.pow.Tensor_Scalar with exponent {n!r}")
+    if n < 0:
+        _require(c, FLOAT_DTYPES)
+    one = c.const(1, c.dtype)
 
-
-_MAX_POW = 64
+    def power(x: z3.ExprRef) -> z3.ExprRef:
+        term = one
+        for k in range(abs(n)):
+            term = x if k == 0 else term * x
+        return term if n >= 0 else one / term
+    return power
 
 
 def _div_mode(c: Call) -> Lazy:
@@ -269,13 +266,9 @@ def _div_mode(c: Call) -> Lazy:
 
 
 def _where(c: Call) -> Lazy:
-    cond = c.tensor("condition")
-    a, b = c.operand("self", c.dtype), c.operand("other", c.dtype)
-    parts = [lazy.expand(p, c.shape) for p in (cond, a, b)]
-    return Lazy.of(c.shape, c.dtype, lambda idx: z3.If(
-        lazy.convert(parts[0].at(idx), parts[0].dtype, "bool"),
-        lazy.convert(parts[1].at(idx), parts[1].dtype, c.dtype),
-        lazy.convert(parts[2].at(idx), parts[2].dtype, c.dtype)))
+    cond = lazy.elementwise(lambda b: b, [c.tensor("condition")], c.shape, "bool")
+    a, b = (lazy.elementwise(lambda v: v, [c.operand(n, c.dtype)], c.shape, c.dtype) for n in ("self", "other"))
+    return Lazy.of(c.shape, c.dtype, lambda idx: z3.If(cond.at(idx), a.at(idx), b.at(idx)))
 
 
 def _fill(name: str) -> Op:
