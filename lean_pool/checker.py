@@ -8,7 +8,9 @@ before reporting it. Solver `unknown` and timeouts are outcomes, never facts (ST
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import re
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -17,6 +19,30 @@ from typing import Protocol
 import z3
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
+WITNESS_PREFIX = "w!"   # names of the witness definitions in `Obligation.smt2_with_witnesses`
+# An SMT-LIB simple symbol. z3 prints other names (e.g. the second thread's `tid.x'`) unquoted, and then
+# cannot parse its own output; `_quoting` wraps them in |...| so the text reads back.
+SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][A-Za-z0-9~!@$%^&*_\-+=<>.?/]*")
+
+
+def _quote(name: str) -> str:
+    if SIMPLE_SYMBOL.fullmatch(name) or "|" in name or "\\" in name:
+        return name    # a name with | or \ cannot be quoted: the worker's parse error makes it `unknown`
+    return f"|{name}|"
+
+
+def _quoting(terms: list[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
+    """Substitution pairs renaming each uninterpreted constant that is not a simple symbol to its quoted form."""
+    pairs, todo, seen = [], list(terms), set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and _quote(str(t)) != str(t):
+            pairs.append((t, z3.Const(_quote(str(t)), t.sort())))
+        todo.extend(t.children())
+    return pairs
 
 
 @dataclass(frozen=True)
@@ -37,6 +63,20 @@ class Obligation:
     def digest(self) -> str:
         return hashlib.sha256(self.smt2().encode()).hexdigest()
 
+    @functools.cached_property
+    def smt2_with_witnesses(self) -> str:
+        """The text that crosses process boundaries (solver workers, actors, the lemma cache): the formula
+        plus one definition `w!name = term` per witness term, so a solver elsewhere can report witness values
+        by name. Equisatisfiable with `smt2()`: each definition only names a term with a fresh constant.
+        Cached because the cache key and the worker request both need it."""
+        definitions = [z3.Const(_quote(WITNESS_PREFIX + name), term.sort()) == term
+                       for name, term in self.witness.items()]
+        terms = [self.formula, *definitions]
+        pairs = _quoting(terms)
+        solver = z3.Solver()
+        solver.add(*(z3.substitute(t, *pairs) for t in terms) if pairs else terms)
+        return solver.to_smt2()
+
 
 @dataclass
 class Outcome:
@@ -46,6 +86,7 @@ class Outcome:
     model: dict[str, object] | None = None      # witness name -> int | Fraction | bool
     reason: str | None = None
     z3_model: z3.ModelRef | None = None          # for replay in-process; never serialised
+    cached: bool | None = None                   # None: no lemma cache asked; True: a cache hit; False: a miss
 
 
 class Checker(Protocol):

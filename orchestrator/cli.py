@@ -32,11 +32,17 @@ def run_verify(manifest: Path, timeout_s: float, progress=None) -> Result:
     except (IntakeError, ReferenceCaptureError) as exc:
         return error(name, str(exc), time.monotonic() - start)
     except Unsupported as exc:
-        result = error(name, "", time.monotonic() - start)
-        result.verdict, result.reason = "unknown", f"unsupported: {exc}"
-        result.properties = {p: "unknown" for p in result.properties}
-        return result
+        return _unknown(name, f"unsupported: {exc}", start)
+    except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
+        return _unknown(name, f"internal error: {type(exc).__name__}: {exc}", start)
     return from_report(name, report, time.monotonic() - start)
+
+
+def _unknown(name: str, reason: str, start: float) -> Result:
+    result = error(name, reason, time.monotonic() - start)
+    result.verdict = "unknown"
+    result.properties = {p: "unknown" for p in result.properties}
+    return result
 
 
 def _human(result: Result) -> str:

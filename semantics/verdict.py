@@ -15,15 +15,23 @@ import z3
 
 from lean_pool.checker import Checker, Obligation, Outcome
 from semantics.errors import Unsupported
-from semantics.properties import coverage, equivalence, memory_safety, races, termination
+from semantics.properties import (
+    barriers,
+    coverage,
+    equivalence,
+    memory_safety,
+    races,
+    shared_init,
+    termination,
+)
 from semantics.properties.common import (
     NOT_CHECKED,
     PROPERTIES,
-    PROVED,
     UNKNOWN,
     VIOLATED,
     Finding,
     PropertyResult,
+    local_constants,
 )
 from semantics.ptx.ast import Kernel
 from semantics.ptx.bind import bind
@@ -81,6 +89,10 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
            progress: Callable[[str], None] | None = None) -> Report:
     start = time.monotonic()
     log: list[tuple[Obligation, Outcome]] = []
+    hints: dict[str, object] = {}
+
+    def record(ob: Obligation, outcome: Outcome) -> None:
+        log.append((ob, outcome))
     note = progress or (lambda _msg: None)
 
     def per_obligation() -> float:
@@ -90,7 +102,12 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     try:
         ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers)
         note("symbolic execution")
-        effects = execute(problem.kernel, ctx)
+
+        def exit_oracle(loop, key: str):
+            return termination.exact_exit(loop, key, provers.bounds, ctx.thread, problem.launch, checker,
+                                          per_obligation(), record, hints)
+
+        effects = execute(problem.kernel, ctx, exit_oracle)
     except Unsupported as exc:
         reason = f"unsupported: {exc}"
         for r in results.values():
@@ -101,41 +118,57 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     assumptions = z3.And(ctx.assumptions) if ctx.assumptions else z3.BoolVal(True)
     launch_ok = z3.And(thread.in_launch(launch), assumptions)
     accesses = ctx.accesses
-    stores = [a for a in accesses if a.kind == "store"]
-
-    def record(ob: Obligation, outcome: Outcome) -> None:
-        log.append((ob, outcome))
 
     note("termination")
-    hints: dict[str, object] = {}
     results["termination"], bounds = termination.check(effects.loops, provers.bounds, thread, launch, checker,
                                                        per_obligation(), record, hints)
     effects.resolve_loops(bounds)
     note("memory safety")
-    results["memory_safety"] = memory_safety.check(accesses, problem.buffers, thread, launch_ok, checker,
+    results["memory_safety"] = memory_safety.check(accesses, ctx.buffers, thread, launch_ok, checker,
                                                    per_obligation(), record)
+    if results["memory_safety"].state != VIOLATED:
+        initialized = shared_init.check(accesses, thread, launch, problem.shared_symbols, provers.inverse, checker,
+                                        per_obligation(), record, hints)
+        results["memory_safety"].merge(initialized)
     note("race freedom")
-    results["race_freedom"] = races.check(accesses, {n: b.elem_bytes for n, b in problem.buffers.items()},
+    results["race_freedom"] = races.check(accesses, {n: b.elem_bytes for n, b in ctx.buffers.items()},
                                           thread, launch, problem.shared_symbols, checker, per_obligation(), record)
-    results["barrier_uniformity"] = PropertyResult(PROVED)  # the fragment has no barriers (bar.* is unsupported)
+    note("barrier uniformity")
+    results["barrier_uniformity"] = barriers.check(ctx.barrier_paths, thread, launch, problem.shared_symbols,
+                                                   checker, per_obligation(), record)
     note("equivalence")
-    results["equivalence"] = _equivalence(problem, stores, provers, thread, launch, launch_ok, checker,
-                                          per_obligation(), record, hints)
+    results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
+                                          checker, per_obligation(), record, hints)
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints)
 
 
-def _equivalence(problem: Problem, stores, provers, thread, launch, launch_ok, checker, timeout_s,
+def _opaque_reason(outputs: list, opaque: dict[str, str]) -> str | None:
+    """Why an output's value is not modelled, if it depends on a value from other threads."""
+    for access in outputs:
+        if access.kind == "atomic":
+            return f"{access.buffer} is accumulated with atomics (line {access.line}); not summarised yet"
+        names = {str(c) for v in access.values for c in local_constants(v, set())}
+        for name in sorted(names & opaque.keys()):
+            return opaque[name]
+    return None
+
+
+def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, launch_ok, checker, timeout_s,
                  record, hints: dict) -> PropertyResult:
     if problem.references is None:
         return PropertyResult(UNKNOWN, [f"reference not modelled: {problem.reference_problem}"])
+    stores = [a for a in accesses if a.kind != "load"]
     strays = [a for a in stores if problem.buffers[a.buffer].role == "input"]
     if strays:
         return PropertyResult(UNKNOWN, [f"the kernel writes input buffer {strays[0].buffer} (line {strays[0].line});"
                                         f" in-place updates are not modelled"])
     outputs = [a for a in stores if problem.buffers[a.buffer].role == "output"]
+    why = _opaque_reason(outputs, opaque)
+    if why:
+        return PropertyResult(UNKNOWN, [why])
     values = equivalence.check(outputs, problem.buffers, problem.references, thread, launch_ok, checker,
                                timeout_s, record)
     if values.state == VIOLATED:

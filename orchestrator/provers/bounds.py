@@ -33,6 +33,35 @@ def _signed(value: int, width: int) -> int:
     return value - (1 << width) if value >= 1 << (width - 1) else value
 
 
+def _constant_step(d: z3.BitVecRef, k: z3.BitVecRef) -> int | None:
+    """The constant c with d(k+1) - d(k) = c for every k and every thread, if there is one. The simplifier
+    does not always fold it (it keeps bit concatenations), so guess it at one point and ask the solver."""
+    delta = z3.substitute(d, (k, k + 1)) - d
+    consts = _free_constants(delta)
+    guess = simplify(z3.substitute(delta, *[(c, z3.BitVecVal(0, c.size())) for c in consts]) if consts else delta)
+    if not z3.is_bv_value(guess):
+        return None
+    solver = z3.Solver()
+    solver.set("timeout", 2000)
+    solver.add(delta != guess)
+    if solver.check() != z3.unsat:
+        return None
+    return _signed(guess.as_long(), guess.size())
+
+
+def _free_constants(term: z3.ExprRef) -> list[z3.ExprRef]:
+    found, todo, seen = {}, [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
+            found[str(t)] = t
+        todo.extend(t.children())
+    return list(found.values())
+
+
 def candidates(key: str, loop) -> list[z3.BitVecRef]:
     k = loop.k
     stay = z3.Or(loop.stay) if loop.stay else z3.BoolVal(False)
@@ -40,10 +69,9 @@ def candidates(key: str, loop) -> list[z3.BitVecRef]:
     for atom in _atoms(stay):
         d = atom.arg(0) - atom.arg(1)
         d0 = simplify(z3.substitute(d, (k, z3.BitVecVal(0, 64))))
-        step = simplify(z3.substitute(d, (k, z3.BitVecVal(1, 64))) - d0)
-        if not z3.is_bv_value(step) or step.as_long() == 0:
+        c = _constant_step(d, k)
+        if not c:
             continue
-        c = _signed(step.as_long(), step.size())
         w = d0.size()
         for extend in (z3.SignExt, z3.ZeroExt):
             start = extend(64 - w, d0) if w < 64 else d0

@@ -39,6 +39,12 @@ class PropertyResult:
         if reason and reason not in self.reasons:
             self.reasons.append(reason)
 
+    def merge(self, other: PropertyResult) -> None:
+        """Fold in another check of the same property."""
+        self.state = worst(self.state, other.state)
+        self.reasons += [r for r in other.reasons if r not in self.reasons]
+        self.findings += other.findings
+
 
 def thread_witness(thread: Thread, loops: tuple = (), suffix: str = "") -> dict[str, z3.ExprRef]:
     """Terms naming a thread's coordinates (and its loop iterations) for a model to report."""
@@ -60,6 +66,12 @@ def shaped_thread(values: dict, suffix: str = "") -> dict:
         "thread": [values[f"thread{suffix}.{a}"] for a in AXES],
         **{"iteration@" + k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)},
     }
+
+
+def mentions_opaque(term: z3.ExprRef) -> bool:
+    """Whether a formula depends on a value the model does not compute (see ThreadState.opaque). A model
+    of such a formula may pick an impossible value for it, so it is no witness."""
+    return any(str(c).startswith("opaque!") for c in local_constants(term, set()))
 
 
 def local_constants(term: z3.ExprRef, shared: set[str]) -> list[z3.ExprRef]:

@@ -1,9 +1,10 @@
-"""Race freedom on global memory by two-thread reasoning (GPUVerify).
+"""Race freedom by two-thread reasoning (GPUVerify).
 
 Two distinct symbolic threads of the launch, each with its own copy of every thread-local symbol; a race
-is a model in which one stores and the other touches an overlapping byte of the same buffer. Without
-barriers (kernels of this fragment have none) every pair of distinct threads is concurrent, within a
-block or across blocks.
+is a model in which one writes and the other touches an overlapping byte of the same buffer while they
+are concurrent: threads of different blocks always are (for global memory), threads of one block are
+within the same barrier interval (phase). Shared memory is per block, so only threads of one block can
+meet there. Two atomics never race with each other; an atomic and a plain access do.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from semantics.properties.common import (
     Finding,
     PropertyResult,
     escape,
+    mentions_opaque,
     second_thread,
     shaped_thread,
     thread_witness,
@@ -30,19 +32,28 @@ OTHER = Thread.fresh("'")
 
 
 def conflicting_pairs(accesses: list[Access]) -> list[tuple[Access, Access]]:
-    """Pairs (a store, any access) on the same buffer: the only pairs that can race."""
+    """Pairs (a write, any access) on the same buffer that are not both atomic: the only pairs that can race."""
     pairs = []
     for a, b in itertools.combinations_with_replacement(accesses, 2):
-        if a.buffer == b.buffer and "store" in (a.kind, b.kind):
-            pairs.append((a, b) if a.kind == "store" else (b, a))
+        kinds = {a.kind, b.kind}
+        if a.buffer == b.buffer and kinds & {"store", "atomic"} and kinds != {"atomic"}:
+            pairs.append((a, b) if a.kind != "load" else (b, a))
     return pairs
+
+
+def concurrent(a: Access, b: Access, thread: Thread) -> z3.BoolRef:
+    """When the two threads' accesses can happen at the same time."""
+    same_block = thread.same_block(OTHER)
+    if a.space == "shared":
+        return z3.And(same_block, z3.BoolVal(a.phase == b.phase))
+    return z3.Or(z3.Not(same_block), z3.BoolVal(a.phase == b.phase))
 
 
 def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set[str]) -> Obligation:
     guard_b, offset_b, loops_b = second_thread(b, thread, OTHER, shared)
     overlap = z3.And(z3.ULT(a.offset, offset_b + b.width), z3.ULT(offset_b, a.offset + a.width))
     formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), z3.Not(thread.same_thread(OTHER)),
-                     a.guard, guard_b, overlap)
+                     concurrent(a, b, thread), a.guard, guard_b, overlap)
     witness = {**thread_witness(thread, a.loops), **thread_witness(OTHER, loops_b, "'"), "offset": a.offset,
                "offset'": offset_b}
     return Obligation(f"race_freedom: {a.kind} line {a.line} vs {b.kind} line {b.line} on {a.buffer}",
@@ -58,9 +69,11 @@ def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, la
         record(ob, outcome)
         if outcome.status == PROVED:
             continue
-        if outcome.status == REFUTED and _reached(a, b, ob, outcome, thread, checker, timeout_s):
+        if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \
+                _reached(a, b, ob, outcome, thread, checker, timeout_s):
             result.downgrade(VIOLATED)
-            result.findings.append(_finding(a, b, elem_bytes[a.buffer], outcome.model))
+            size = a.elem_bytes if a.space == "shared" else elem_bytes[a.buffer]
+            result.findings.append(_finding(a, b, size, outcome.model))
             break
         result.downgrade(UNKNOWN, f"could not rule out a race between lines {a.line} and {b.line} on {a.buffer} "
                                   f"({outcome.reason or 'counterexample not confirmed'})")

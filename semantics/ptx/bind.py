@@ -38,4 +38,18 @@ def bind(kernel: Kernel, launch: Launch, args: list[object], buffers: dict[str, 
     """The shared context of one launch: every parameter bound, one symbolic thread."""
     thread = Thread.fresh("")
     params = {p.name: param_value(p.type, a) for p, a in zip(kernel.params, args, strict=True)}
+    buffers = {**buffers, **shared_buffers(kernel, launch)}
     return KernelContext(launch, thread, buffers, params, special_registers(thread, launch))
+
+
+def shared_buffers(kernel: Kernel, launch: Launch) -> dict[str, Buffer]:
+    """Each `.shared` variable as a per-block buffer; an unsized extern one is the launch's dynamic shared
+    memory."""
+    found = {}
+    for var in kernel.vars:
+        if var.space == ".shared":
+            size = launch.dynamic_shared_bytes if var.size_bytes is None else var.size_bytes
+            found[var.name] = Buffer(var.name, "uint8", size, 1, "shared")
+        elif var.space == ".local":
+            raise Unsupported(f"local memory (`{var.name}`)")
+    return found

@@ -77,8 +77,9 @@ class Buffer:
     """A global allocation bound to a pointer parameter.
 
     `role` is 'input' (a reference input or parameter: universally quantified contents), 'output'
-    (must hold a reference output at exit) or 'scratch' (a `[tensors]` buffer). `init` is the
-    precondition on initial contents: None (arbitrary), 'zeros' or 'ones'."""
+    (must hold a reference output at exit), 'scratch' (a `[tensors]` buffer), 'shared' (a block's
+    shared-memory array: one per block, elements of any width) or 'opaque' (compiler-internal). `init`
+    is the precondition on initial contents: None (arbitrary), 'zeros' or 'ones'."""
 
     name: str
     dtype: str
@@ -113,6 +114,10 @@ class Pointer:
     offset: z3.BitVecRef
 
     def moved(self, delta: z3.BitVecRef) -> Pointer:
+        """The pointer `delta` bytes further. A 32-bit delta comes from 32-bit (shared-window) address
+        arithmetic, where it wraps: sign-extending it gives the same address."""
+        if delta.size() < 64:
+            delta = z3.SignExt(64 - delta.size(), delta)
         return Pointer(self.space, self.buffer, simplify(self.offset + delta))
 
 

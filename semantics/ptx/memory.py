@@ -60,7 +60,10 @@ def store(state: ThreadState, ins: Instr) -> None:
     ptr = address_of(state, addr, ins)
     _check_space(space, ptr.space, ins)
     buffer = state.ctx.buffers[ptr.buffer]
-    values = tuple(_stored_value(state, s, ty, buffer.is_float) for s in _elements(src))
+    if buffer.role == "shared":  # untyped bytes: a value keeps its own kind (Triton stores floats as .b32)
+        values = tuple(state.read_data(s, ty) for s in _elements(src))
+    else:
+        values = tuple(_stored_value(state, s, ty, buffer.is_float) for s in _elements(src))
     if len(values) != n:
         raise Unsupported(f"vector store of {len(values)} values with `.v{n}`", f"line {ins.line}")
     _access(state, ins, "store", ptr, n, ty.bytes, values)
@@ -78,7 +81,7 @@ def cvta(state: ThreadState, ins: Instr) -> None:
 def _check_space(space: str | None, actual: str, ins: Instr) -> None:
     if space not in (None, actual):
         raise Unsupported(f"`{ins.opcode}.{space}` through a {actual} pointer", f"line {ins.line}")
-    if actual != "global":
+    if actual not in ("global", "shared"):
         raise Unsupported(f"{actual} memory", f"line {ins.line}")
 
 
@@ -93,30 +96,46 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     buffer = state.ctx.buffers[ptr.buffer]
     if buffer.role == "opaque":
         raise Unsupported(f"an access through compiler-internal parameter `{buffer.name}`", f"line {ins.line}")
-    if elem_bytes != buffer.elem_bytes:
+    if buffer.role != "shared" and elem_bytes != buffer.elem_bytes:
         raise Unsupported(f"{elem_bytes}-byte elements accessed in `{buffer.name}` ({buffer.dtype})",
                           f"line {ins.line}")
     if state.recording:
         state.ctx.accesses.append(Access(
-            kind, "global", buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
-            state.loops, ins.line, ins.loc))
+            kind, ptr.space, buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
+            state.loops, ins.line, ins.loc, state.phase))
     shift = elem_bytes.bit_length() - 1
     indices = [simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
     if kind == "store":
         if not state.loops:
             guard = state.condition()
             state.own_stores = state.own_stores + tuple(
-                (buffer.name, i, v, guard) for i, v in zip(indices, values, strict=True))
+                (buffer.name, i, v, guard, state.phase) for i, v in zip(indices, values, strict=True))
         return []
-    return [_read_element(state, buffer, i, ins) for i in indices]
+    sort = z3.RealSort() if _holds_floats(buffer, ins) else z3.BitVecSort(elem_bytes * 8)
+    return [_read_element(state, buffer, i, ins, sort) for i in indices]
 
 
-def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr) -> z3.ExprRef:
-    if buffer.role != "input" and state.entered_loop:
+def _holds_floats(buffer, ins: Instr) -> bool:
+    if buffer.role == "shared":
+        return any(TYPES[m].is_float for m in ins.mods if m in TYPES)
+    return buffer.is_float
+
+
+def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort) -> z3.ExprRef:
+    """What a load sees. Before any barrier, a race-free thread sees the buffer's initial contents or its
+    own stores; after one, other threads of the block may have written the element, and their values
+    are not modelled here (an opaque value makes dependent properties unknown)."""
+    if buffer.role not in ("input", "shared") and state.entered_loop:
         raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
-    value = _initial(buffer, index)
-    for name, i, v, guard in state.own_stores:
-        if name == buffer.name:
+    if buffer.role == "input":
+        return buffer.contents()(index)
+    if buffer.role == "shared" or state.phase > 0:
+        value = state.opaque(z3.Const("v", sort), f"values written by other threads of a block "
+                                                  f"({buffer.name}, line {ins.line}) are not modelled yet")
+    else:
+        value = _initial(buffer, index)
+    for name, i, v, guard, phase in state.own_stores:
+        if name == buffer.name and phase == state.phase:
             value = z3.If(z3.And(guard, i == index), v, value)
     return value
 

@@ -39,7 +39,7 @@ class Access:
     of the current iteration only), which is sound for proving safety. `loops` lists the (loop, iteration
     variable) pairs it lies in, so the exact reachability can be rebuilt when a witness needs it."""
 
-    kind: str                       # 'load' | 'store'
+    kind: str                       # 'load' | 'store' | 'atomic'
     space: str                      # 'global' | 'shared' | 'local'
     buffer: str
     offset: z3.BitVecRef            # bytes into the buffer, 64-bit
@@ -50,6 +50,8 @@ class Access:
     loops: tuple                    # ((LoopInfo, k), ...)
     line: int
     loc: tuple[int, int] | None
+    phase: int = 0                  # barriers passed before it: accesses of one block in different phases
+                                    # are ordered by a barrier
 
 
 @dataclass
@@ -64,6 +66,8 @@ class KernelContext:
     accesses: list[Access] = field(default_factory=list)
     axioms: set[str] = field(default_factory=set)
     assumptions: list[z3.BoolRef] = field(default_factory=list)
+    barrier_paths: list[tuple[z3.BoolRef, tuple[int, ...]]] = field(default_factory=list)  # (path, barrier lines)
+    opaque: dict[str, str] = field(default_factory=dict)  # opaque value name -> why its value is not modelled
 
 
 @dataclass
@@ -76,10 +80,23 @@ class ThreadState:
     entered_loop: bool = False
     recording: bool = True           # False while a loop body is only being summarised
     guard_pred: z3.BoolRef | None = None  # the predicate of the instruction being executed, if any
+    barriers: tuple[int, ...] = ()   # lines of the barriers this path has passed
+    in_body: bool = False            # inside a loop body (loops keeps the loops left behind, too)
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
-                           self.entered_loop, self.recording, None)
+                           self.entered_loop, self.recording, None, self.barriers, self.in_body)
+
+    @property
+    def phase(self) -> int:
+        return len(self.barriers)
+
+    def opaque(self, like: z3.ExprRef, why: str) -> z3.ExprRef:
+        """A value this model does not compute (it comes from other threads): any property that depends on
+        it is unknown, with `why` as the reason."""
+        name = f"opaque!{next(_fresh_ids)}"
+        self.ctx.opaque[name] = why
+        return z3.Const(name, like.sort())
 
     # ------------------------------------------------------------ bookkeeping
 
@@ -125,7 +142,7 @@ class ThreadState:
         if isinstance(op, FloatImm):
             return real_of_bits(op.bits, op.width)
         if isinstance(op, Sym) and op.name in self.ctx.buffers:
-            return Pointer("shared", op.name, z3.BitVecVal(0, 64))
+            return Pointer(self.ctx.buffers[op.name].role, op.name, z3.BitVecVal(0, 64))
         return self.read(op, ty)
 
     def is_pointer(self, *ops) -> bool:
@@ -225,7 +242,7 @@ def address_of(state: ThreadState, op, ins: Instr) -> Pointer:
         raise Unsupported(f"address operand {op!r}", f"line {ins.line}")
     if isinstance(op.base, Sym):
         if op.base.name in state.ctx.buffers:
-            return Pointer("shared", op.base.name, z3.BitVecVal(op.offset, 64))
+            return Pointer(state.ctx.buffers[op.base.name].role, op.base.name, z3.BitVecVal(op.offset, 64))
         raise Unsupported(f"address of `{op.base.name}`", f"line {ins.line}")
     base = state.read_raw(op.base)
     if not isinstance(base, Pointer):

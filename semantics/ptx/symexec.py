@@ -10,7 +10,6 @@ accumulator) is outside this module's fragment and raises `Unsupported`, naming 
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import z3
@@ -21,10 +20,10 @@ from semantics.ptx.instructions import ALU
 from semantics.ptx.machine import Pointer, simplify
 from semantics.ptx.memory import MEMORY
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
+from semantics.ptx.sync import SYNC
 from semantics.ptx.types import PtxType
 
 MAX_PATHS = 2048
-_loop_ids = itertools.count()
 PRED = PtxType(".pred", "pred", 1)
 NO_EFFECT = frozenset({"pragma", ".pragma"})
 
@@ -41,6 +40,7 @@ class LoopInfo:
     steps: dict[str, object] = field(default_factory=dict)  # induction register -> step
     start: dict[str, object] = field(default_factory=dict)  # induction register -> value at entry
     placeholder: z3.BoolRef = z3.BoolVal(True)  # stands for "iteration k is reached" until resolved
+    exit: z3.BitVecRef | None = None  # the proved iteration at which every entering thread leaves
 
     def reach_guard(self, bound: z3.BitVecRef | None) -> z3.BoolRef:
         """A sound over-approximation of "iteration k runs": the previous iteration took the back edge,
@@ -83,9 +83,11 @@ class Effects:
 
 
 class Executor:
-    def __init__(self, kernel: Kernel, ctx: KernelContext):
+    def __init__(self, kernel: Kernel, ctx: KernelContext, exit_oracle=None):
+        """`exit_oracle(loop, key)` returns a proved exact exit iteration of a summarised loop, or None."""
         self.kernel = kernel
         self.ctx = ctx
+        self.exit_oracle = exit_oracle
         self.body = kernel.body
         self.labels = {item.name: i for i, item in enumerate(self.body) if isinstance(item, Label)}
         self.loops: list[LoopInfo] = []
@@ -126,6 +128,8 @@ class Executor:
 
     def _finish(self, st: ThreadState) -> None:
         self.exits.append(st.condition())
+        if st.recording:
+            self.ctx.barrier_paths.append((st.condition(), st.barriers))
 
     # ------------------------------------------------------------ one instruction
 
@@ -147,7 +151,7 @@ class Executor:
                 return [(pc + 1, cont)]
             self._finish(st)
             return []
-        handler = ALU.get(ins.opcode) or MEMORY.get(ins.opcode)
+        handler = ALU.get(ins.opcode) or MEMORY.get(ins.opcode) or SYNC.get(ins.opcode)
         if handler is None:
             raise Unsupported(f"instruction `{ins.opcode}{''.join(ins.mods)}`", where)
         st.guard_pred = self._pred(st, ins) if ins.pred is not None else None
@@ -216,17 +220,23 @@ class Executor:
         where = f"loop at line {self.body[header].line}"
         self._check_single_entry(header, latch, where)
         written = self._written_registers(header, latch)
-        steps = self._induction_steps(st, header, latch, written, where)
-        k = z3.BitVec(f"k{next(_loop_ids)}.{self.body[header].name}", 64)
+        steps, accumulators = self._induction_steps(st, header, latch, written, where)
+        # numbered per execution, so obligation texts (cache keys, certificates) do not depend on what the
+        # process ran before
+        k = z3.BitVec(f"k{len(self.loops)}.{self.body[header].name}", 64)
         info = LoopInfo(self.body[header].name, self.body[header].line, k, entry=st.condition(), steps=steps,
                         start={r: st.regs.get(r) for r in steps}, placeholder=z3.Bool(f"reach.{k}"))
         self.loops.append(info)
         body_state = st.copy()
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
+        body_state.in_body = True
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
+            elif r in accumulators:
+                body_state.regs[r] = body_state.opaque(st.regs[r], f"the value accumulated in {r} by the {where} "
+                                                                   f"(loop summaries are not built yet)")
             elif r in st.regs:
                 body_state.regs[r] = fresh_like(st.regs[r], r)  # dead at the header (checked above)
             else:
@@ -237,7 +247,73 @@ class Executor:
         def back_edge(s: ThreadState) -> None:
             info.stay.append(z3.And(s.path[base:]) if len(s.path) > base else z3.BoolVal(True))
 
-        return self._explore(body_state, header + 1, (header, latch), back_edge)
+        leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
+        for _, s in leaving:
+            s.in_body = False
+        if self.exit_oracle is not None:
+            same = [other for other in self.loops if other.header == info.header]
+            bound = self.exit_oracle(info, f"termination:{info.header}#{same.index(info)}")
+            if bound is not None:
+                return [(pc, _at_iteration(s, info, bound, st.loops)) for pc, s in leaving]
+        return self._merge_exits(st, leaving, written, k, where)
+
+    def _merge_exits(self, entry: ThreadState, leaving: list, written: set[str], k, where: str) -> list:
+        """Collapse the loop's exits into one state when nothing live after it depends on the exit iteration.
+
+        Once termination is proved (a separate obligation; an unproved loop makes the verdict unknown
+        anyway), every thread that enters the loop leaves it, so with one exit target the state after it is
+        the entry state plus the registers the loop wrote: k-free and equal on every exit they stay exact;
+        differing float values become opaque. Everything after the loop then no longer carries k, which
+        keeps later obligations quantifier-free and the paths few."""
+        targets = {pc for pc, _ in leaving}
+        if len(targets) != 1 or len(leaving) < 1:
+            return leaving
+        (pc,) = targets
+        merged = entry.copy()
+        merged.entered_loop = True
+        merged.own_stores = leaving[0][1].own_stores
+        for r in sorted(written):
+            if not self._live_from(r, pc):
+                merged.regs.pop(r, None)
+                continue
+            values = [s.regs.get(r) for _, s in leaving]
+            first = values[0]
+            if first is None or any(v is None or isinstance(v, Pointer) for v in values):
+                return leaving
+            if all(z3.eq(v, first) for v in values) and not _mentions(first, k):
+                merged.regs[r] = first
+            elif z3.is_real(first):
+                merged.regs[r] = merged.opaque(first, f"the value left in {r} by the {where}")
+            else:
+                return leaving
+        if any(s.barriers != entry.barriers or s.own_stores != merged.own_stores for _, s in leaving):
+            return leaving
+        return [(pc, merged)]
+
+    def _live_from(self, reg: str, pc: int) -> bool:
+        """Some path from pc reads `reg` before writing it (a predicated write does not kill it)."""
+        todo, seen = [pc], set()
+        while todo:
+            i = todo.pop()
+            if i in seen or i >= len(self.body):
+                continue
+            seen.add(i)
+            item = self.body[i]
+            if isinstance(item, Label):
+                todo.append(i + 1)
+                continue
+            if reg in _sources(item):
+                return True
+            if reg in _dests(item) and item.pred is None:
+                continue
+            if item.opcode in ("ret", "exit") and item.pred is None:
+                continue
+            if item.opcode == "bra":
+                todo.append(self.labels.get(item.operands[0].name, len(self.body)))
+                if item.pred is None:
+                    continue
+            todo.append(i + 1)
+        return False
 
     def _check_single_entry(self, header: int, latch: int, where: str) -> None:
         for i, item in enumerate(self.body):
@@ -256,9 +332,12 @@ class Executor:
                         written.add(d.name)
         return written
 
-    def _induction_steps(self, st: ThreadState, header: int, latch: int, written: set[str], where: str) -> dict:
+    def _induction_steps(self, st: ThreadState, header: int, latch: int, written: set[str],
+                         where: str) -> tuple[dict, list[str]]:
         """Run the body once from a generic header state; a register is an induction variable when every
-        back edge gives it `header value + step`, the step free of header values."""
+        back edge gives it `header value + step`, the step free of header values. Other live carried
+        registers must hold floats (accumulators): their values become opaque, so safety can still be
+        proved while value equivalence is reported unknown."""
         generic = st.copy()
         generic.recording = False
         generic.loops = st.loops + ((None, None),)
@@ -279,11 +358,11 @@ class Executor:
                 (delta,) = deltas
                 if not any(z3.is_app(h) and _mentions(delta, h) for h in header_syms):
                     steps[r] = delta
-        carried = [r for r in written if r not in steps and self._live_at_header(r, header, latch)]
-        if carried:
-            raise Unsupported(f"a loop-carried value in {sorted(carried)[0]} (accumulation loops are not "
-                              f"summarised yet)", where)
-        return steps
+        carried = sorted(r for r in written if r not in steps and self._live_at_header(r, header, latch))
+        for r in carried:
+            if not z3.is_real(symbols.get(r, z3.BoolVal(True))):
+                raise Unsupported(f"a loop-carried value in {r} that is not an induction variable", where)
+        return steps, carried
 
     def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
         """Conservatively: the register is read in the body before any write to it, or read after the loop."""
@@ -353,6 +432,25 @@ def _delta(nxt, hdr):
     return None
 
 
+def _at_iteration(state: ThreadState, info: LoopInfo, bound: z3.BitVecRef, outer: tuple) -> ThreadState:
+    """A state leaving the loop, at its proved exit iteration: k is replaced by the bound, and "iteration k
+    is reached" is true there (every earlier iteration was proved to take the back edge)."""
+    pairs = [(info.k, bound), (info.placeholder, z3.BoolVal(True))]
+    out = state.copy()
+    out.path = [simplify(z3.substitute(c, *pairs)) for c in state.path]
+    out.regs = {r: _substitute_value(v, pairs) for r, v in state.regs.items()}
+    out.own_stores = tuple((b, z3.substitute(i, *pairs), z3.substitute(v, *pairs), z3.substitute(g, *pairs), ph)
+                           for b, i, v, g, ph in state.own_stores)
+    out.loops = outer
+    return out
+
+
+def _substitute_value(value, pairs):
+    if isinstance(value, Pointer):
+        return Pointer(value.space, value.buffer, simplify(z3.substitute(value.offset, *pairs)))
+    return simplify(z3.substitute(value, *pairs))
+
+
 def _advance(start, step, k: z3.BitVecRef):
     """The value of an induction register at iteration k: start + k·step, wrapping at its width."""
     if isinstance(start, Pointer):
@@ -364,6 +462,6 @@ def _advance(start, step, k: z3.BitVecRef):
     return start  # an unchanged real or predicate: step is "no change"
 
 
-def execute(kernel: Kernel, ctx: KernelContext) -> Effects:
+def execute(kernel: Kernel, ctx: KernelContext, exit_oracle=None) -> Effects:
     """All accesses one symbolic thread of `kernel` may perform, or Unsupported naming what is not modelled."""
-    return Executor(kernel, ctx).run()
+    return Executor(kernel, ctx, exit_oracle).run()

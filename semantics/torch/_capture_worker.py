@@ -123,12 +123,14 @@ def _build(module: Any) -> tuple[torch.nn.Module, list[Any], list[dict[str, Any]
     return model, args, specs
 
 
-def _export(model: torch.nn.Module, args: list[Any]) -> torch.export.ExportedProgram:
+def _export(model: torch.nn.Module, args: list[Any], scalars: bool) -> torch.export.ExportedProgram:
     with torch.device("meta"), _ForceMeta():
         try:
             program = torch.export.export(model, tuple(args))
         except Exception as exc:
-            raise CaptureFailure(f"torch.export failed: {type(exc).__name__}: {exc}") from exc
+            hint = (" (note: Python scalars from get_inputs() reach forward() as 0-d tensors, so that they "
+                    "stay symbolic)") if scalars else ""
+            raise CaptureFailure(f"torch.export failed: {type(exc).__name__}: {exc}{hint}") from exc
         try:
             return program.run_decompositions()
         except Exception as exc:
@@ -244,7 +246,8 @@ def capture_one(source: Path) -> dict[str, Any]:
     """The encoded graph of one reference file (run in a child process)."""
     module = _load(source)
     model, args, specs = _build(module)
-    return _Encoder(_export(model, args), specs).encode()
+    program = _export(model, args, scalars=any("scalar" in s for s in specs))
+    return _Encoder(program, specs).encode()
 
 
 def _child(source: Path, write_fd: int, timeout_s: float) -> None:

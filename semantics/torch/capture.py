@@ -63,7 +63,7 @@ def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | Referenc
     with tempfile.TemporaryDirectory(prefix="lark-capture-") as tmp:
         env = {
             "PATH": "/usr/bin:/bin",
-            "PYTHONPATH": str(_PACKAGE_ROOT),
+            "PYTHONPATH": os.pathsep.join(_import_path()),
             "HOME": tmp,
             "TMPDIR": tmp,
             "LANG": "C.UTF-8",
@@ -71,18 +71,35 @@ def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | Referenc
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
         }
-        cmd = [sys.executable, "-s", "-m", "semantics.torch._capture_worker", "--timeout", str(timeout_s),
+        cmd = [sys.executable, "-m", "semantics.torch._capture_worker", "--timeout", str(timeout_s),
                *map(str, paths)]
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         try:
             out, err = proc.communicate(timeout=wall_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _kill_group(proc.pid)
             proc.communicate()
             return [ReferenceError(f"reference capture timed out after {wall_s:g} s")] * len(paths)
+        _kill_group(proc.pid)   # whatever a reference started and left behind
     if proc.returncode != 0:
         tail = err.decode(errors="replace")[-_MAX_STDERR:]
         return [ReferenceError(f"capture worker failed (exit status {proc.returncode}): {tail}")] * len(paths)
-    return [ReferenceError(e["error"]) if "error" in e else RefGraph.from_data(e["graph"])
-            for e in json.loads(out)]
+    try:
+        return [ReferenceError(e["error"]) if "error" in e else RefGraph.from_data(e["graph"])
+                for e in json.loads(out)]
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        return [ReferenceError(f"capture worker gave a malformed result: {exc!r}")] * len(paths)
+
+
+def _import_path() -> list[str]:
+    """The worker imports what this process imports (the same torch), with this package first."""
+    return [str(_PACKAGE_ROOT)] + [p for p in sys.path if p and os.path.isdir(p) and p != str(_PACKAGE_ROOT)]
+
+
+def _kill_group(pgid: int) -> None:
+    """The group is the worker's own session (start_new_session): it holds only what the capture ran."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

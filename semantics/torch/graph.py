@@ -10,11 +10,13 @@ Node format (one dict per node, in graph order; names are unique):
 * ``{"op": "placeholder", "name": n, "input": i, "out": SPEC}`` — user input i (``get_inputs()[i]``);
   ``{"op": "placeholder", "name": n, "param": "ln.weight", "out": SPEC}`` — a parameter or buffer;
   ``{"op": "placeholder", "name": n, "constant": "lifted_tensor_0", "out": SPEC}`` — a tensor constant
-  created in ``forward`` (its value is unknown: capture never materializes tensors).
+  created in ``forward`` (its value is unknown: capture never materializes tensors). A Python scalar
+  input is a 0-d placeholder of dtype float32, int64 or bool (its `user_inputs` entry is a ScalarSpec).
 * ``{"op": "call", "name": n, "target": "aten.add.Tensor", "args": {...}, "out": SPEC}`` — ``args``
   maps every argument name of the ATen schema to its value, defaults filled in (``device`` arguments are
   dropped: capture runs on the meta device).  ``out`` is ``{"shape": [...], "dtype": "float32"}``, null
-  for an op that returns nothing, or, for an op with several results, a list of those.
+  for an op that returns nothing, or, for an op with several results, a list of those. A target that
+  is not an ATen op (``getitem``, picking one result of such an op) has its args as ``arg0``, ``arg1``.
 * ``{"op": "output", "name": "output", "args": [VALUE, ...]}`` — the model's outputs in order.
 
 Values: ``{"node": name}`` refers to an earlier node; ``{"float": float.hex(v)}`` is a float constant,
@@ -86,6 +88,9 @@ class RefGraph:
     outputs: tuple[TensorSpec, ...]
     nodes: tuple[dict[str, Any], ...]
     graph_hash: str
+
+    def __hash__(self) -> int:   # the content hash; the generated one would fail on the dict fields
+        return hash(self.graph_hash)
 
     @staticmethod
     def build(user_inputs: tuple[TensorSpec | ScalarSpec, ...], params: dict[str, TensorSpec],

@@ -366,12 +366,12 @@ OPS: dict[str, Op] = {
         ("le", lambda a, b: a <= b), ("eq", lambda a, b: a == b), ("ne", lambda a, b: a != b),
     ) for kind in ("Tensor", "Scalar")},
     "aten.logical_not.default": _logical(z3.Not, ("self",)),
+    "aten.logical_and.default": _logical(z3.And, ("self", "other")),
+    "aten.logical_or.default": _logical(z3.Or, ("self", "other")),
     "aten.bitwise_not.default": _unary(lambda x: z3.Not(x) if z3.is_bool(x) else ~x, _BITS),
     "aten.bitwise_and.Tensor": _binary(lambda a, b: z3.And(a, b) if z3.is_bool(a) else a & b, _BITS),
     "aten.bitwise_or.Tensor": _binary(lambda a, b: z3.Or(a, b) if z3.is_bool(a) else a | b, _BITS),
     "aten.bitwise_xor.Tensor": _binary(lambda a, b: z3.Xor(a, b) if z3.is_bool(a) else a ^ b, _BITS),
-    "aten.logical_and.default": _logical(z3.And, ("self", "other")),
-    "aten.logical_or.default": _logical(z3.Or, ("self", "other")),
 }
 
 
@@ -379,8 +379,8 @@ OPS: dict[str, Op] = {
 
 def reference_outputs(graph: RefGraph, env: RefEnv) -> list[Callable[[z3.BitVecRef], z3.ExprRef]]:
     """Per model output, the function from a symbolic flat index e (BitVec 64, 0 <= e < numel) to the
-    z3 term of that output element. Only nodes the outputs depend on are interpreted, so dead nodes (a
-    BatchNorm's running-statistics update) do not make a reference unsupported; every node that is
+    z3 term of that output element. Only nodes the outputs depend on are interpreted, so dead nodes
+    (export's metadata assertions, unused results) do not make a reference unsupported; every node that is
     interpreted is checked here, so an unmodelled op raises `Unsupported` now, not when a term is built."""
     return [value.flat for value in _Interpreter(graph, env).outputs()]
 

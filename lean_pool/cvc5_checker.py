@@ -1,0 +1,76 @@
+"""cvc5 as the independent second checker (DESIGN §7): it reads an obligation only as SMT-LIB text.
+
+An obligation's canonical text is z3's `to_smt2()`, which is not quite standard SMT-LIB 2.6 in two ways:
+a symbol such as `tid.x'` (the second thread of a race) is printed unquoted although `'` is not a symbol
+character, and division by a constant is printed with z3's internal operators `bvudiv_i`, `bvurem_i`,
+`bvsdiv_i`, `bvsrem_i`, `bvsmod_i`, which z3 defines to equal the standard ones on every input, a zero
+divisor included. `standard_smt2` rewrites exactly these, token by token, so that z3 and cvc5 can be
+handed the same standard text. A fresh cvc5 instance decides each obligation (STYLE 9).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+import cvc5
+
+from lean_pool.checker import PROVED, REFUTED, UNKNOWN, Obligation, Outcome
+
+# One lexeme each: a quoted symbol, a string, a comment, a parenthesis, white space, any other atom; the
+# final `.` keeps malformed input intact for the solver to reject.
+_LEXEME = re.compile(r'\|[^|]*\||"(?:[^"]|"")*"|;[^\n]*|[()]|\s+|[^\s()|";]+|.', re.DOTALL)
+_SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][0-9A-Za-z~!@$%^&*_\-+=<>.?/]*")
+_NOT_A_SYMBOL = tuple("0123456789#:|\";()") + (" ", "\t", "\n", "\r")
+Z3_INTERNAL_OPERATORS = {f"bv{op}_i": f"bv{op}" for op in ("udiv", "urem", "sdiv", "srem", "smod")}
+
+
+def standard_smt2(text: str, rename_internal: bool = True) -> str:
+    """`text` with every symbol that needs it quoted and (unless told not to) z3's internal operators
+    renamed to their standard equals."""
+    out = []
+    for lexeme in _LEXEME.findall(text):
+        if not lexeme.startswith(_NOT_A_SYMBOL):
+            if rename_internal:
+                lexeme = Z3_INTERNAL_OPERATORS.get(lexeme, lexeme)
+            if not _SIMPLE_SYMBOL.fullmatch(lexeme):
+                lexeme = f"|{lexeme}|"
+        out.append(lexeme)
+    return "".join(out)
+
+
+class Cvc5Checker:
+    """cvc5 in-process through its Python API, logic ALL, a fixed seed and a per-query time limit.
+    Only unsat counts: a model from cvc5 is never reported (z3's models are the ones replayed)."""
+
+    name = "cvc5"
+
+    def __init__(self, seed: int = 0):
+        self.seed = seed
+
+    def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        return self.check_text(obligation.smt2(), timeout_s)
+
+    def check_text(self, text: str, timeout_s: float) -> Outcome:
+        start = time.monotonic()
+        terms = cvc5.TermManager()
+        solver = cvc5.Solver(terms)
+        solver.setOption("tlimit-per", str(max(int(timeout_s * 1000), 1)))
+        solver.setOption("seed", str(self.seed))
+        solver.setLogic("ALL")
+        symbols = cvc5.SymbolManager(terms)
+        parser = cvc5.InputParser(solver, symbols)
+        parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, standard_smt2(text), "obligation")
+        try:
+            while not (command := parser.nextCommand()).isNull():
+                if command.getCommandName() != "check-sat":
+                    command.invoke(solver, symbols)
+            result = solver.checkSat()
+        except RuntimeError as exc:
+            return Outcome(UNKNOWN, self.name, time.monotonic() - start, reason=f"cvc5 cannot read it: {exc}")
+        seconds = time.monotonic() - start
+        if result.isUnsat():
+            return Outcome(PROVED, self.name, seconds)
+        if result.isSat():
+            return Outcome(REFUTED, self.name, seconds)
+        return Outcome(UNKNOWN, self.name, seconds, reason=f"cvc5: {result.getUnknownExplanation()}")

@@ -1,0 +1,158 @@
+"""The JSON of certificates and witnesses (DESIGN §7), as pydantic models.
+
+These models are the single definition of the format: `lark verify` writes through them, `lark check`
+reads through them (an unknown field, a missing one or a wrong version is rejected before anything runs),
+and `docs/certificate.schema.json` is generated from them (`json_schema()`, kept in sync by a test).
+Bump `VERSION` whenever the meaning of a field changes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+CERTIFICATE, WITNESS, VERSION = "lark.certificate", "lark.witness", 1
+Sha256 = str
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Kernel(_Strict):
+    source: str = Field(description="kernel source file, relative to the manifest")
+    language: str
+    entry: str
+    arch: str
+    sha256: Sha256 = Field(description="SHA-256 of the kernel source text")
+    ptx_sha256: Sha256 = Field(description="SHA-256 of the PTX the frontend produced from it")
+
+
+class Reference(_Strict):
+    source: str = Field(description="reference file, relative to the manifest")
+    sha256: Sha256 = Field(description="SHA-256 of the reference file's text")
+    graph_hash: Sha256 = Field(description="the captured core-ATen graph's content hash (RefGraph.graph_hash)")
+    inputs: list[str]
+    outputs: list[str]
+    parameters: dict[str, str]
+
+
+class Launch(_Strict):
+    grid: list[int]
+    block: list[int]
+    dynamic_shared_bytes: int
+
+
+class Binding(_Strict):
+    dtype: str
+    numel: int
+    role: str = Field(description="input | output | scratch | opaque")
+    init: str | None = Field(description="precondition on the initial contents: zeros, ones, or none")
+
+
+class Task(_Strict):
+    """What the proof is about. `lark check` recomputes this from the manifest and compares field by field."""
+
+    name: str
+    kernel: Kernel
+    reference: Reference
+    launch: Launch
+    args: list[str | int | float] = Field(description="launch.args: kernel parameters in order")
+    buffers: dict[str, Binding]
+    scalars: dict[str, str] = Field(description="scalar reference inputs: name -> float | int")
+
+
+class Axioms(_Strict):
+    table_version: str = Field(description="semantics.axioms.AXIOM_TABLE_VERSION")
+    used: list[str] = Field(description="names of the axioms the semantics applied, sorted")
+
+
+class Term(_Strict):
+    """A z3 term as SMT-LIB: its sort, the declarations of its free symbols, and the s-expression."""
+
+    sort: str
+    declarations: list[str]
+    sexpr: str
+
+
+# An accepted prover hint, as the semantics keeps it (Report.hints): one term for a `termination:*` key
+# (an iteration bound), a map of variable name -> term for a `coverage:*` key (the writer of element `e`).
+Hint = Term | dict[str, Term]
+
+
+class ProvedObligation(_Strict):
+    name: str
+    property: str
+    sha256: Sha256 = Field(description="SHA-256 of `smt2` (Obligation.digest())")
+    smt2: str = Field(description="canonical SMT-LIB text; unsat proves the property at this site")
+    backend: str = Field(description="the checker that proved it when the certificate was written")
+
+
+class Finding(_Strict):
+    property: str
+    message: str
+    witness: dict
+
+
+class _Document(_Strict):
+    version: Literal[1] = Field(description="format version; bumped when a field's meaning changes")
+    manifest: str = Field(description="the task's lark.toml, relative to this file or absolute")
+    task: Task
+    kernel_source_text: str = Field(description="the kernel source itself; its SHA-256 is task.kernel.sha256")
+    axioms: Axioms
+
+
+class Certificate(_Document):
+    """A proof that the task is verified: the hints it used and every obligation it proved."""
+
+    schema_name: Literal["lark.certificate"] = Field(CERTIFICATE, alias="schema")
+    properties: dict[str, str]
+    hints: dict[str, Hint]
+    obligations: list[ProvedObligation]
+
+
+class Witness(_Document):
+    """A refutation: the findings with their concrete witnesses, for `lark check` to replay."""
+
+    schema_name: Literal["lark.witness"] = Field(WITNESS, alias="schema")
+    findings: list[Finding]
+
+
+class BadDocument(Exception):
+    """The file is not a certificate or witness this version of LARK reads."""
+
+
+def load(path: Path) -> Certificate | Witness:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BadDocument(f"cannot read {path}: {exc}") from None
+    kinds = {CERTIFICATE: Certificate, WITNESS: Witness}
+    kind = data.get("schema") if isinstance(data, dict) else None
+    if kind not in kinds:
+        raise BadDocument(f"{path}: 'schema' must be one of {sorted(kinds)}, not {kind!r}")
+    if data.get("version") != VERSION:
+        raise BadDocument(f"{path}: {kind} version {data.get('version')!r}; this LARK reads version {VERSION}")
+    try:
+        return kinds[kind].model_validate(data)
+    except ValidationError as exc:
+        raise BadDocument(f"{path}: not a valid {kind}: {exc}") from None
+
+
+def dump(document: Certificate | Witness, path: Path) -> None:
+    data = document.model_dump(by_alias=True)
+    data = {"schema": data.pop("schema"), **data}
+    Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+
+
+def json_schema() -> dict:
+    """The JSON Schema of both documents (what docs/certificate.schema.json holds)."""
+    certificate = Certificate.model_json_schema(by_alias=True)
+    witness = Witness.model_json_schema(by_alias=True)
+    defs = {**certificate.pop("$defs"), **witness.pop("$defs")}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "LARK certificate or witness",
+            "oneOf": [{"$ref": "#/$defs/Certificate"}, {"$ref": "#/$defs/Witness"}],
+            "$defs": {**defs, "Certificate": certificate, "Witness": witness}}

@@ -1,0 +1,55 @@
+"""Prover hints (z3 terms) to and from certificate JSON, as SMT-LIB s-expressions.
+
+A hint must come back as the very same z3 term, because `lark check` substitutes it into obligations whose
+SHA-256 must equal the certified ones. z3's own printer and parser round-trip exactly (its internal
+`bvudiv_i` and friends included), so a term is stored as `sexpr()` plus the declarations of its free
+symbols and read back with `z3.parse_smt2_string`; only symbol quoting is standardised on the way in.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from lean_pool.cvc5_checker import standard_smt2
+from orchestrator.cert_schema import Hint, Term
+
+_HOLE = "|lark.term|"   # the one name a parsed text binds, so the term can be read off its definition
+
+
+def free_declarations(term: z3.ExprRef) -> list[z3.FuncDeclRef]:
+    """The uninterpreted constants and functions `term` mentions, in a fixed order (by name)."""
+    found: dict[str, z3.FuncDeclRef] = {}
+    todo, seen = [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t):
+            if t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                found[t.decl().name()] = t.decl()
+            todo.extend(t.children())
+    return [found[name] for name in sorted(found)]
+
+
+def term_to_json(term: z3.ExprRef) -> Term:
+    return Term(sort=term.sort().sexpr(), declarations=[d.sexpr() for d in free_declarations(term)],
+                sexpr=term.sexpr())
+
+
+def term_from_json(term: Term) -> z3.ExprRef:
+    """The z3 term; raises z3.Z3Exception when the text does not parse."""
+    text = "\n".join([*term.declarations, f"(declare-fun {_HOLE} () {term.sort})",
+                      f"(assert (= {_HOLE} {term.sexpr}))"])
+    (definition,) = z3.parse_smt2_string(standard_smt2(text, rename_internal=False))
+    return definition.arg(1)
+
+
+def hints_to_json(hints: dict[str, object]) -> dict[str, Hint]:
+    return {key: {name: term_to_json(t) for name, t in hint.items()} if isinstance(hint, dict)
+            else term_to_json(hint) for key, hint in sorted(hints.items())}
+
+
+def hints_from_json(hints: dict[str, Hint]) -> dict[str, object]:
+    return {key: {name: term_from_json(t) for name, t in hint.items()} if isinstance(hint, dict)
+            else term_from_json(hint) for key, hint in hints.items()}

@@ -1,0 +1,58 @@
+"""Writing certificates (verified tasks) and witnesses (refuted tasks) for `lark verify` (DESIGN §7).
+
+A certificate holds what a checker needs to redo the proof and nothing it would have to trust: the task's
+identity (hashes of the kernel, its PTX, the reference and its graph; launch and bindings), the axioms the
+semantics applied, the hints the provers gave that were accepted, and every obligation the proof rests on
+(canonical SMT-LIB text, SHA-256, and the backend that proved it). Obligations that were only tried and
+failed (a rejected bound candidate, say) are not part of the proof and are left out. The segmentation of
+the proof is the one the semantics derives itself (per property, per access site; per loop and per output
+buffer through the hints), so the hints are its only free choices; obligation names say which site each is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from lean_pool.checker import PROVED
+from orchestrator import cert_schema
+from orchestrator.cert_identity import identity
+from orchestrator.cert_terms import hints_to_json
+from orchestrator.pipeline import Prepared
+from semantics.axioms import AXIOM_TABLE_VERSION
+from semantics.verdict import Report
+
+
+def _common(manifest: Path, document: Path, prepared: Prepared, report: Report) -> dict:
+    shown = os.path.relpath(Path(manifest).absolute(), Path(document).absolute().parent)
+    return {"version": cert_schema.VERSION, "manifest": shown, "task": identity(prepared.task, prepared),
+            "kernel_source_text": prepared.task.kernel.source.read_text(encoding="utf-8"),
+            "axioms": {"table_version": AXIOM_TABLE_VERSION, "used": sorted(report.axioms)}}
+
+
+def certificate(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Certificate:
+    """The certificate of a verified report, to be written at `path` (the manifest is named relative to it)."""
+    assert report.verdict == "verified", "only a verified task has a certificate"
+    proved = [{"name": ob.name, "property": ob.prop, "sha256": ob.digest(), "smt2": ob.smt2(),
+               "backend": outcome.backend} for ob, outcome in report.obligations if outcome.status == PROVED]
+    return cert_schema.Certificate.model_validate(
+        {"schema": cert_schema.CERTIFICATE, **_common(manifest, path, prepared, report),
+         "properties": report.properties, "hints": hints_to_json(report.hints), "obligations": proved})
+
+
+def witness(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Witness:
+    """The witness file of a refuted report: its findings and the identity of the task they refute."""
+    assert report.verdict == "refuted", "only a refuted task has a witness"
+    findings = [{"property": f.prop, "message": f.message, "witness": f.witness} for f in report.findings]
+    return cert_schema.Witness.model_validate(
+        {"schema": cert_schema.WITNESS, **_common(manifest, path, prepared, report), "findings": findings})
+
+
+def write_certificate(path: Path, manifest: Path, prepared: Prepared, report: Report) -> Path:
+    cert_schema.dump(certificate(manifest, path, prepared, report), path)
+    return path
+
+
+def write_witness(path: Path, manifest: Path, prepared: Prepared, report: Report) -> Path:
+    cert_schema.dump(witness(manifest, path, prepared, report), path)
+    return path

@@ -1,0 +1,64 @@
+"""Barrier uniformity: all threads of a block reach the same sequence of barriers.
+
+Each finished path of the symbolic thread records the barriers it passed. Two threads of one block that
+follow paths with different barrier sequences are a divergence; the model of the query is the witness
+(two concrete threads of one block and the barrier one of them reaches without the other).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import z3
+
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.properties.common import (
+    UNKNOWN,
+    VIOLATED,
+    Finding,
+    PropertyResult,
+    local_constants,
+    mentions_opaque,
+    shaped_thread,
+    thread_witness,
+)
+from semantics.properties.races import OTHER
+from semantics.ptx.machine import Launch, Thread
+
+
+def _rename(cond: z3.BoolRef, thread: Thread, shared: set[str]) -> z3.BoolRef:
+    pairs = list(zip(thread.variables(), OTHER.variables(), strict=True))
+    names = {str(a) for a, _ in pairs}
+    pairs += [(c, z3.Const(f"{c}'", c.sort())) for c in local_constants(cond, shared) if str(c) not in names]
+    return z3.substitute(cond, *pairs)
+
+
+def check(paths: list[tuple[z3.BoolRef, tuple[int, ...]]], thread: Thread, launch: Launch, shared: set[str],
+          checker: Checker, timeout_s: float, record) -> PropertyResult:
+    result = PropertyResult()
+    for (cond_a, seq_a), (cond_b, seq_b) in itertools.combinations(paths, 2):
+        if seq_a == seq_b:
+            continue
+        formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), cond_a,
+                         _rename(cond_b, thread, shared))
+        ob = Obligation(f"barrier_uniformity: barriers {list(seq_a)} vs {list(seq_b)}", "barrier_uniformity",
+                        formula, {**thread_witness(thread), **thread_witness(OTHER, (), "'")})
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        if outcome.status == PROVED:
+            continue
+        if outcome.status == REFUTED and not mentions_opaque(ob.formula):
+            first, second = shaped_thread(outcome.model), shaped_thread(outcome.model, "'")
+            line = next((x for x, y in itertools.zip_longest(seq_a, seq_b) if x != y), None) or \
+                next(y for x, y in itertools.zip_longest(seq_a, seq_b) if x != y)
+            result.downgrade(VIOLATED)
+            result.findings.append(Finding(
+                "barrier_uniformity",
+                f"barrier divergence in block {first['block']}: thread {first['thread']} passes the barriers at "
+                f"lines {list(seq_a)}, thread {second['thread']} those at lines {list(seq_b)} (first difference "
+                f"at line {line})",
+                {"first": {**first, "barriers": list(seq_a)}, "second": {**second, "barriers": list(seq_b)},
+                 "line": line}))
+            return result
+        result.downgrade(UNKNOWN, f"could not decide barrier uniformity ({outcome.reason})")
+    return result

@@ -1,0 +1,97 @@
+"""Part of memory safety: every read of shared memory reads a value some thread of the block wrote in an
+earlier barrier interval.
+
+For a load by a symbolic thread, a hint names the writer (a thread of the same block, found by inverting
+a store's offset); the obligation "the load happens and none of the hinted writers wrote its bytes in an
+earlier phase" being unsat proves it. A hole is reported only for a concrete reader for which no thread
+of the block could have written the element under any path, a query without hints or quantifiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.properties.common import (
+    UNKNOWN,
+    VIOLATED,
+    Finding,
+    PropertyResult,
+    mentions_opaque,
+    shaped_thread,
+    thread_witness,
+)
+from semantics.properties.races import OTHER, second_thread
+from semantics.ptx.machine import Launch, Thread
+from semantics.ptx.state import Access
+
+
+def _element(access: Access, offset: z3.BitVecRef) -> z3.BitVecRef:
+    return z3.LShR(offset, access.elem_bytes.bit_length() - 1)
+
+
+def _writes(store: Access, load: Access, guard, offset) -> z3.BoolRef:
+    """The store (already renamed to its writer) covers the load's bytes, in an earlier phase."""
+    return z3.And(guard, z3.ULE(offset, load.offset), z3.ULE(load.offset + load.width, offset + store.width),
+                  z3.BoolVal(store.phase < load.phase))
+
+
+def _hinted_writer(store: Access, load: Access, thread: Thread, block: tuple, propose: Callable, key: str):
+    """The store performed by the thread the prover names as the load's writer, or None."""
+    tids = list(thread.tid)
+    hint = propose(key, _element(store, store.offset), tids, _element(store, load.offset))
+    if hint is None:
+        return None
+    subst = [(v, hint[str(v)]) for v in tids]
+    writer = [z3.And(*[z3.ULT(hint[str(t)], n) for t, n in zip(tids, block, strict=True)])]
+    return z3.And(*writer, _writes(store, load, z3.substitute(store.guard, *subst),
+                                   z3.substitute(store.offset, *subst)))
+
+
+def check(accesses: list[Access], thread: Thread, launch: Launch, shared_symbols: set[str], propose: Callable,
+          checker: Checker, timeout_s: float, record, accepted: dict) -> PropertyResult:
+    result = PropertyResult()
+    stores = [a for a in accesses if a.space == "shared" and a.kind == "store"]
+    for load in (a for a in accesses if a.space == "shared" and a.kind == "load"):
+        candidates = [s for s in stores if s.buffer == load.buffer and s.phase < load.phase]
+        if any(s.loops for s in candidates):
+            result.downgrade(UNKNOWN, f"the shared read at line {load.line} may read a value written in a loop")
+            continue
+        keys = [f"shared_init:line{load.line}:from{s.line}" for s in candidates]
+        writers = [w for s, key in zip(candidates, keys, strict=True)
+                   if (w := _hinted_writer(s, load, thread, launch.block, propose, key)) is not None]
+        formula = z3.And(thread.in_launch(launch), load.guard, z3.Not(z3.Or(writers)) if writers else z3.BoolVal(True))
+        ob = Obligation(f"memory_safety: the shared read at line {load.line} reads a written value", "memory_safety",
+                        formula, thread_witness(thread, load.loops))
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        if outcome.status == PROVED:
+            accepted.update({key: True for key in keys})
+            continue
+        if outcome.status == REFUTED and not mentions_opaque(load.guard) and not load.loops:
+            if _no_writer_at_all(load, candidates, thread, launch, shared_symbols, outcome, checker, timeout_s):
+                result.downgrade(VIOLATED)
+                result.findings.append(_finding(load, outcome.model))
+                return result
+        result.downgrade(UNKNOWN, f"could not prove the shared read at line {load.line} reads a written value")
+    return result
+
+
+def _no_writer_at_all(load, candidates, thread, launch, shared_symbols, outcome, checker, timeout_s) -> bool:
+    fixes = [(v, z3.BitVecVal(outcome.model[name], 32)) for name, v in thread_witness(thread).items()]
+    cases = []
+    for store in candidates:
+        guard, offset, _ = second_thread(store, thread, OTHER, shared_symbols)
+        cases.append(z3.And(OTHER.in_launch(launch), OTHER.same_block(thread), _writes(store, load, guard, offset)))
+    probe = z3.substitute(z3.And(load.guard, z3.Or(cases) if cases else z3.BoolVal(False)), *fixes)
+    return checker.check(Obligation("a writer exists", "memory_safety", probe), timeout_s).status == PROVED
+
+
+def _finding(load: Access, model: dict) -> Finding:
+    reader = shaped_thread(model)
+    return Finding("memory_safety",
+                   f"shared read of {load.buffer} at line {load.line} by block {reader['block']} thread "
+                   f"{reader['thread']} reads memory no thread of the block wrote before it",
+                   {**reader, "buffer": load.buffer, "access": "load", "line": load.line})
