@@ -1,8 +1,7 @@
 """The content-addressed lemma cache, as a wrapper around any `Checker` (STYLE 8).
 
-Key: SHA-256 of (axiom-table version, backend name, the obligation's canonical text with its witness
-definitions). The witness definitions are part of the key because a refutation's evidence is the
-witnesses' values. Value: the answer and its evidence (backend, witness values). Only facts are stored —
+Key: SHA-256 of (axiom-table version, backend name, the obligation's canonical text with its witnesses,
+`lean_pool.canonical`). Value: the answer and its evidence (backend, witness values). Only facts are stored —
 `proved` and `refuted` — never `unknown` (a timeout today may be a proof tomorrow; STYLE 7, KLEE).
 The cache is untrusted (DESIGN §3): an entry only says what a solver answered for exactly that text, and a
 refutation read from it is still replayed in-process before it is reported (`lean_pool.local_model`).
@@ -17,6 +16,7 @@ from typing import Protocol
 
 import diskcache
 
+from lean_pool.canonical import canonical_text
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome
 from lean_pool.wire import answer_of, outcome_of
 from semantics.axioms import AXIOM_TABLE_VERSION
@@ -63,7 +63,7 @@ class CachingChecker:
         self.name = inner.name
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
-        key = cache_key(obligation.smt2_with_witnesses, self.name)
+        key = cache_key(canonical_text(obligation), self.name)
         entry = self.store.get(key)
         if entry is not None:
             return outcome_of(entry, entry["backend"], cached=True)

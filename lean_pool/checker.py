@@ -8,7 +8,6 @@ before reporting it. Solver `unknown` and timeouts are outcomes, never facts (ST
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 import time
@@ -20,19 +19,20 @@ import z3
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 WITNESS_PREFIX = "w!"   # names of the witness definitions in `Obligation.smt2_with_witnesses`
-# An SMT-LIB simple symbol. z3 prints other names (e.g. the second thread's `tid.x'`) unquoted, and then
-# cannot parse its own output; `_quoting` wraps them in |...| so the text reads back.
 SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][A-Za-z0-9~!@$%^&*_\-+=<>.?/]*")
 
 
 def _quote(name: str) -> str:
+    """z3 prints names that are not SMT-LIB simple symbols (e.g. the second thread's `tid.x'`) unquoted and
+    then cannot parse its own output; a name in |...| reads back. (A name holding | or \\ cannot be quoted;
+    the solver's parse error then makes the obligation `unknown`.)"""
     if SIMPLE_SYMBOL.fullmatch(name) or "|" in name or "\\" in name:
-        return name    # a name with | or \ cannot be quoted: the worker's parse error makes it `unknown`
+        return name
     return f"|{name}|"
 
 
 def _quoting(terms: list[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
-    """Substitution pairs renaming each uninterpreted constant that is not a simple symbol to its quoted form."""
+    """Substitution pairs renaming each constant whose name needs quoting to its quoted form."""
     pairs, todo, seen = [], list(terms), set()
     while todo:
         t = todo.pop()
@@ -63,15 +63,12 @@ class Obligation:
     def digest(self) -> str:
         return hashlib.sha256(self.smt2().encode()).hexdigest()
 
-    @functools.cached_property
     def smt2_with_witnesses(self) -> str:
-        """The text that crosses process boundaries (solver workers, actors, the lemma cache): the formula
-        plus one definition `w!name = term` per witness term, so a solver elsewhere can report witness values
-        by name. Equisatisfiable with `smt2()`: each definition only names a term with a fresh constant.
-        Cached because the cache key and the worker request both need it."""
-        definitions = [z3.Const(_quote(WITNESS_PREFIX + name), term.sort()) == term
-                       for name, term in self.witness.items()]
-        terms = [self.formula, *definitions]
+        """The text that crosses process boundaries (solver workers, actors): the formula plus one definition
+        `w!name = term` per witness term, so that a solver elsewhere can report witness values by name, with
+        names quoted so that it parses back. Equisatisfiable with `smt2()`."""
+        terms = [self.formula, *(z3.Const(_quote(WITNESS_PREFIX + name), term.sort()) == term
+                                 for name, term in self.witness.items())]
         pairs = _quoting(terms)
         solver = z3.Solver()
         solver.add(*(z3.substitute(t, *pairs) for t in terms) if pairs else terms)

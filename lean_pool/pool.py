@@ -102,4 +102,4 @@ class PoolChecker:
         self.pool = pool
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
-        return outcome_of(self.pool.solve(obligation.smt2_with_witnesses, timeout_s), self.name)
+        return outcome_of(self.pool.solve(obligation.smt2_with_witnesses(), timeout_s), self.name)

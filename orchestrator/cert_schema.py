@@ -103,6 +103,7 @@ class _Document(_Strict):
     task: Task
     kernel_source_text: str = Field(description="the kernel source itself; its SHA-256 is task.kernel.sha256")
     axioms: Axioms
+    hints: dict[str, Hint] = Field(description="the accepted prover hints, by the key the semantics asked with")
 
 
 class Certificate(_Document):
@@ -110,7 +111,6 @@ class Certificate(_Document):
 
     schema_name: Literal["lark.certificate"] = Field(CERTIFICATE, alias="schema")
     properties: dict[str, str]
-    hints: dict[str, Hint]
     obligations: list[ProvedObligation]
 
 

@@ -1,17 +1,24 @@
-"""Prover hints (z3 terms) to and from certificate JSON, as SMT-LIB s-expressions.
+"""Prover hints (z3 terms) to and from certificate JSON, and the provers that replay them.
 
 A hint must come back as the very same z3 term, because `lark check` substitutes it into obligations whose
 SHA-256 must equal the certified ones. z3's own printer and parser round-trip exactly (its internal
 `bvudiv_i` and friends included), so a term is stored as `sexpr()` plus the declarations of its free
 symbols and read back with `z3.parse_smt2_string`; only symbol quoting is standardised on the way in.
+Replaying is how both the writer and `lark check` obtain a proof: provers that propose exactly the recorded
+hint for a key, and nothing for any other key. `lark check` parses each hint only when the semantics asks
+for it, as the original run created it then: z3 numbers terms in creation order and its simplifier and
+printer look at those numbers, so keeping the order keeps the re-derived obligation texts the same.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import z3
 
 from lean_pool.cvc5_checker import standard_smt2
 from orchestrator.cert_schema import Hint, Term
+from semantics.verdict import Provers
 
 _HOLE = "|lark.term|"   # the one name a parsed text binds, so the term can be read off its definition
 
@@ -50,6 +57,22 @@ def hints_to_json(hints: dict[str, object]) -> dict[str, Hint]:
             else term_to_json(hint) for key, hint in sorted(hints.items())}
 
 
-def hints_from_json(hints: dict[str, Hint]) -> dict[str, object]:
-    return {key: {name: term_from_json(t) for name, t in hint.items()} if isinstance(hint, dict)
-            else term_from_json(hint) for key, hint in hints.items()}
+class BadHint(Exception):
+    """A certificate's hint that does not parse; the message names its key."""
+
+
+def hint_from_json(key: str, hint: Hint) -> object:
+    try:
+        return {name: term_from_json(t) for name, t in hint.items()} if isinstance(hint, dict) \
+            else term_from_json(hint)
+    except (z3.Z3Exception, ValueError) as exc:
+        raise BadHint(f"hint {key} does not parse: {exc}") from None
+
+
+def replay_provers(lookup: Callable[[str], object | None]) -> Provers:
+    """Provers that propose `lookup(key)` for a key, or nothing when it gives None."""
+    def bounds(key: str, loop) -> list:
+        hint = lookup(key)
+        return [] if hint is None else [hint]
+
+    return Provers(inverse=lambda key, index, variables, e: lookup(key), bounds=bounds)

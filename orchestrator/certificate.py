@@ -2,11 +2,17 @@
 
 A certificate holds what a checker needs to redo the proof and nothing it would have to trust: the task's
 identity (hashes of the kernel, its PTX, the reference and its graph; launch and bindings), the axioms the
-semantics applied, the hints the provers gave that were accepted, and every obligation the proof rests on
-(canonical SMT-LIB text, SHA-256, and the backend that proved it). Obligations that were only tried and
-failed (a rejected bound candidate, say) are not part of the proof and are left out. The segmentation of
-the proof is the one the semantics derives itself (per property, per access site; per loop and per output
-buffer through the hints), so the hints are its only free choices; obligation names say which site each is.
+semantics applied, the prover hints that were accepted, and every obligation the proof rests on (canonical
+SMT-LIB text, SHA-256, and the backend that proved it). The segmentation of the proof is the one the
+semantics derives itself (per property, per access site; per loop and per output buffer through the hints),
+so the hints are its only free choices; obligation names say which site each obligation covers.
+
+The search that found the proof also tried things that failed (a rejected bound candidate, or one whose
+first obligation held and second did not), and those are not part of the proof. So the proof written is
+the one `lark check` will derive: the task verified again with only the accepted hints replayed.
+
+An obligation is certified by its canonical text: `Obligation.smt2()` with z3's id-named `let` binders
+renumbered (`canonical_smt2`), so that its SHA-256 does not depend on the process that printed it.
 """
 
 from __future__ import annotations
@@ -14,35 +20,48 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lean_pool.checker import PROVED
+from lean_pool.checker import PROVED, Obligation, Z3Checker
+from lean_pool.cvc5_checker import canonical_smt2
 from orchestrator import cert_schema
-from orchestrator.cert_identity import identity
-from orchestrator.cert_terms import hints_to_json
+from orchestrator.cert_identity import identity, sha256
+from orchestrator.cert_terms import hints_to_json, replay_provers
 from orchestrator.pipeline import Prepared
 from semantics.axioms import AXIOM_TABLE_VERSION
-from semantics.verdict import Report
+from semantics.verdict import Report, verify
+
+
+def canonical(ob: Obligation) -> tuple[str, str]:
+    """The obligation's canonical SMT-LIB text and its SHA-256."""
+    text = canonical_smt2(ob.smt2())
+    return text, sha256(text)
+
+
+class NoCertificate(Exception):
+    """The accepted hints alone do not verify the task again; the message says how it came out instead."""
 
 
 def _common(manifest: Path, document: Path, prepared: Prepared, report: Report) -> dict:
     shown = os.path.relpath(Path(manifest).absolute(), Path(document).absolute().parent)
     return {"version": cert_schema.VERSION, "manifest": shown, "task": identity(prepared.task, prepared),
             "kernel_source_text": prepared.task.kernel.source.read_text(encoding="utf-8"),
-            "axioms": {"table_version": AXIOM_TABLE_VERSION, "used": sorted(report.axioms)}}
+            "axioms": {"table_version": AXIOM_TABLE_VERSION, "used": sorted(report.axioms)},
+            "hints": hints_to_json(report.hints)}
 
 
 def certificate(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Certificate:
     """The certificate of a verified report, to be written at `path` (the manifest is named relative to it)."""
-    assert report.verdict == "verified", "only a verified task has a certificate"
-    proved = [{"name": ob.name, "property": ob.prop, "sha256": ob.digest(), "smt2": ob.smt2(),
-               "backend": outcome.backend} for ob, outcome in report.obligations if outcome.status == PROVED]
+    proof = verify(prepared.problem, Z3Checker(), replay_provers(report.hints.get))
+    if proof.verdict != "verified":
+        raise NoCertificate(f"replaying the accepted hints gives {proof.verdict}: {proof.reason}")
+    proved = [{"name": ob.name, "property": ob.prop, "smt2": text, "sha256": digest, "backend": outcome.backend}
+              for ob, outcome in proof.obligations if outcome.status == PROVED for text, digest in [canonical(ob)]]
     return cert_schema.Certificate.model_validate(
-        {"schema": cert_schema.CERTIFICATE, **_common(manifest, path, prepared, report),
-         "properties": report.properties, "hints": hints_to_json(report.hints), "obligations": proved})
+        {"schema": cert_schema.CERTIFICATE, **_common(manifest, path, prepared, proof),
+         "properties": proof.properties, "obligations": proved})
 
 
 def witness(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Witness:
     """The witness file of a refuted report: its findings and the identity of the task they refute."""
-    assert report.verdict == "refuted", "only a refuted task has a witness"
     findings = [{"property": f.prop, "message": f.message, "witness": f.witness} for f in report.findings]
     return cert_schema.Witness.model_validate(
         {"schema": cert_schema.WITNESS, **_common(manifest, path, prepared, report), "findings": findings})

@@ -10,19 +10,23 @@ from pathlib import Path
 import click
 
 from lean_pool.checker import Z3Checker
+from orchestrator.cert_check import SOLVERS, run_check
+from orchestrator.certificate import NoCertificate, write_certificate, write_witness
 from orchestrator.manifest import IntakeError
 from orchestrator.pipeline import prepare
-from orchestrator.provers import bounds, inverse
+from orchestrator.provers import bounds, inverse, reindex
 from orchestrator.result import Result, error, from_report
 from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
 from semantics.verdict import Provers, verify
 
-PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates)
+PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose)
 
 
-def run_verify(manifest: Path, timeout_s: float, progress=None) -> Result:
-    """Verify one task; bad input becomes an `error` result rather than an exception."""
+def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
+               witness: Path | None = None) -> Result:
+    """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
+    its certificate to `certificate`, a refuted one its witness to `witness`, when asked."""
     start = time.monotonic()
     name = manifest.parent.name
     try:
@@ -35,7 +39,18 @@ def run_verify(manifest: Path, timeout_s: float, progress=None) -> Result:
         return _unknown(name, f"unsupported: {exc}", start)
     except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
         return _unknown(name, f"internal error: {type(exc).__name__}: {exc}", start)
-    return from_report(name, report, time.monotonic() - start)
+    result = from_report(name, report, time.monotonic() - start)
+    if certificate is not None and result.verdict == "verified":
+        try:
+            result.certificate = str(write_certificate(certificate, manifest, prepared, report))
+        except (NoCertificate, OSError) as exc:
+            result.reason = f"certificate not written: {exc}"
+    if witness is not None and result.verdict == "refuted":
+        try:
+            write_witness(witness, manifest, prepared, report)
+        except OSError as exc:
+            result.reason = f"witness not written: {exc}"
+    return result
 
 
 def _unknown(name: str, reason: str, start: float) -> Result:
@@ -68,12 +83,29 @@ def main() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
               help="Overall time budget in seconds.")
-def verify_command(task: Path, as_json: bool, timeout_s: float) -> None:
+@click.option("--certificate", "certificate", type=click.Path(path_type=Path), default=None,
+              help="If verified, write the certificate here (re-check it with `lark check`).")
+@click.option("--witness", "witness", type=click.Path(path_type=Path), default=None,
+              help="If refuted, write the findings and their witnesses here (replay them with `lark check`).")
+def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
+                   witness: Path | None) -> None:
     """Verify the task described by TASK (a lark.toml). Exit 0 verified, 1 refuted, 2 unknown, 3 error."""
     def progress(stage: str) -> None:
         if not as_json:
             click.echo(f"[lark] {stage} ...", err=True)
 
-    result = run_verify(task, timeout_s, progress)
+    result = run_verify(task, timeout_s, progress, certificate, witness)
     click.echo(json.dumps(result.to_json(), indent=None if as_json else 2) if as_json else _human(result))
     sys.exit(result.exit_status)
+
+
+@main.command("check")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--solver", type=click.Choice(sorted(SOLVERS)), default="z3", show_default=True,
+              help="Which solver(s) re-prove a certificate's obligations.")
+def check_command(file: Path, solver: str) -> None:
+    """Re-check a certificate, or replay a witness, written by `lark verify`. Exit 0 if it holds, 1 if it
+    does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness."""
+    status, text = run_check(file, solver)
+    click.echo(text, err=status != 0)
+    sys.exit(status)

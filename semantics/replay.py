@@ -15,8 +15,10 @@ import mpmath
 import z3
 
 from semantics.axioms import IDEAL_FUNCTIONS
+from semantics.comprehension import MAX_FROM, SUM, is_comprehension
 
 mpmath.mp.dps = 50
+MAX_EXPANDED_TERMS = 1 << 16
 EXACT_CONSTANTS = {"ln2": lambda: mpmath.log(2)}
 
 
@@ -73,6 +75,8 @@ class Evaluator:
             return self.value(term.arg(1)) if self.value(term.arg(0)) else self.value(term.arg(2))
         if kind == z3.Z3_OP_BV2INT:
             return self.value(term.arg(0))
+        if is_comprehension(term):
+            return self._comprehension(term)
         if kind == z3.Z3_OP_UNINTERPRETED:
             return self._uninterpreted(term)
         if kind not in REAL_OPS:
@@ -81,6 +85,20 @@ class Evaluator:
             return REAL_OPS[kind]([self.value(a) for a in term.children()])
         except ZeroDivisionError as exc:
             raise NotConcrete("division by zero") from exc
+
+    def _comprehension(self, term: z3.ExprRef) -> object:
+        """Expand a Sum/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads)."""
+        args = term.children()
+        init = None if term.decl() == SUM else self.value(args[0])
+        lo, hi, lam = (args if term.decl() == SUM else args[1:])
+        lo, hi = self.value(lo), self.value(hi)
+        if hi - lo > MAX_EXPANDED_TERMS:
+            raise NotConcrete(f"a reduction over {hi - lo} terms")
+        values = [self.value(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))) for j in range(lo, max(lo, hi))]
+        if term.decl() == SUM:
+            return mpmath.fsum(values) if values else mpmath.mpf(0)
+        pick = max if term.decl() == MAX_FROM else min
+        return pick([init, *values])
 
     def _uninterpreted(self, term: z3.ExprRef) -> object:
         name = term.decl().name()

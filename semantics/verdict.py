@@ -44,10 +44,13 @@ class Provers:
     """Untrusted hint sources, each called with a key that names what it is asked about, so a certificate
     can record the accepted hints and `lark check` can replay exactly those:
     `inverse(key, index, variables, e)` proposes the writer of output element e;
-    `bounds(key, loop)` proposes iteration bounds of a loop."""
+    `bounds(key, loop)` proposes iteration bounds of a loop;
+    `reindex(key, source, source_var, target, target_var)` proposes how a reduction's index maps onto
+    another's."""
 
     inverse: Callable
     bounds: Callable
+    reindex: Callable
 
 
 @dataclass
@@ -170,7 +173,7 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     if why:
         return PropertyResult(UNKNOWN, [why])
     values = equivalence.check(outputs, problem.buffers, problem.references, thread, launch_ok, checker,
-                               timeout_s, record)
+                               timeout_s, record, provers.reindex, hints)
     if values.state == VIOLATED:
         return values
     covered = coverage.check(problem.buffers, outputs, provers.inverse, thread, launch, checker, timeout_s, record,

@@ -25,6 +25,7 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
+from semantics.properties.reductions import Matcher
 from semantics.ptx.machine import Buffer, Thread, simplify
 from semantics.ptx.state import Access
 from semantics.replay import Evaluator, NotConcrete, as_json_number, differ
@@ -38,11 +39,15 @@ def element_index(access: Access, j: int) -> z3.BitVecRef:
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
-               launch_ok: z3.BoolRef) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
+               launch_ok: z3.BoolRef, matcher=None) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
+    """The store's lane j against the reference. With a `matcher`, comprehensions proved equal on both
+    sides are first replaced by shared symbols (their equality is then already established)."""
     index = element_index(access, j)
     expected = reference(index)
     value = access.values[j]
-    formula = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel), value != expected)
+    hypothesis = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel))
+    compared = matcher(hypothesis).rewrite(value, expected) if matcher else (value, expected)
+    formula = z3.And(hypothesis, compared[0] != compared[1])
     formula = z3.And(formula, *ground_facts(formula))
     witness = {**thread_witness(thread, access.loops), "element_index": index}
     ob = Obligation(f"equivalence: {buffer.name} element {j} of the store at line {access.line}",
@@ -51,12 +56,18 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
 
 
 def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str, Callable], thread: Thread,
-          launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record) -> PropertyResult:
+          launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record, reindex: Callable,
+          accepted: dict) -> PropertyResult:
     result = PropertyResult()
     for access in stores:
         buffer = buffers[access.buffer]
         for j in range(len(access.values)):
-            ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok)
+            key = f"equivalence:{buffer.name}:line{access.line}:lane{j}"
+
+            def matcher(hypothesis, key=key):
+                return Matcher(hypothesis, reindex, checker, timeout_s, record, accepted, key)
+
+            ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher)
             outcome = checker.check(ob, timeout_s)
             record(ob, outcome)
             if outcome.status == PROVED:

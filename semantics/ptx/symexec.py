@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
+from semantics.ptx.accumulators import at_iteration, classify
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.instructions import ALU
 from semantics.ptx.machine import Pointer, simplify
@@ -220,7 +221,7 @@ class Executor:
         where = f"loop at line {self.body[header].line}"
         self._check_single_entry(header, latch, where)
         written = self._written_registers(header, latch)
-        steps, accumulators = self._induction_steps(st, header, latch, written, where)
+        steps, accumulators, induction_syms = self._induction_steps(st, header, latch, written, where)
         # numbered per execution, so obligation texts (cache keys, certificates) do not depend on what the
         # process ran before
         k = z3.BitVec(f"k{len(self.loops)}.{self.body[header].name}", 64)
@@ -231,12 +232,20 @@ class Executor:
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
         body_state.in_body = True
+        at_k = [(induction_syms[r], _symbol_of(_advance(st.regs[r], steps[r], k))) for r in steps]
+        summaries = {}
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
+            elif r in accumulators and accumulators[r] is not None:
+                acc = accumulators[r]
+                step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
+                j = z3.BitVec(f"j.{info.header}.{r}", 64)
+                summaries[r] = (acc, step_k, j)
+                body_state.regs[r] = at_iteration(acc, st.regs[r], k, step_k, k, j)
             elif r in accumulators:
-                body_state.regs[r] = body_state.opaque(st.regs[r], f"the value accumulated in {r} by the {where} "
-                                                                   f"(loop summaries are not built yet)")
+                body_state.regs[r] = body_state.opaque(st.regs[r], f"the value carried in {r} by the {where} (not "
+                                                                   f"a sum, max or min accumulation)")
             elif r in st.regs:
                 body_state.regs[r] = fresh_like(st.regs[r], r)  # dead at the header (checked above)
             else:
@@ -250,6 +259,7 @@ class Executor:
         leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
         for _, s in leaving:
             s.in_body = False
+            self._finish_accumulators(s, st, summaries, at_k, k, where)
         if self.exit_oracle is not None:
             same = [other for other in self.loops if other.header == info.header]
             bound = self.exit_oracle(info, f"termination:{info.header}#{same.index(info)}")
@@ -315,6 +325,22 @@ class Executor:
             todo.append(i + 1)
         return False
 
+    def _finish_accumulators(self, s: ThreadState, entry: ThreadState, summaries: dict, at_k: list, k,
+                             where: str) -> None:
+        """On a path leaving the loop at iteration k, an accumulator holds its value at the start of the
+        iteration, or (a do-while exit) that value combined with one more step: the comprehension over k+1
+        iterations. Any other value is opaque."""
+        for r, (acc, step_k, j) in summaries.items():
+            start = at_iteration(acc, entry.regs[r], k, step_k, k, j)
+            one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
+            value = s.regs.get(r)
+            if value is None or z3.eq(simplify(value), simplify(start)):
+                continue
+            if z3.eq(simplify(value), simplify(one_more)):
+                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j)
+            else:
+                s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
+
     def _check_single_entry(self, header: int, latch: int, where: str) -> None:
         for i, item in enumerate(self.body):
             if isinstance(item, Instr) and item.opcode == "bra" and not (header <= i <= latch):
@@ -353,16 +379,26 @@ class Executor:
         steps = {}
         header_syms = [_symbol_of(v) for v in symbols.values()]
         for r, sym in symbols.items():
-            deltas = {_delta(n.get(r), sym) for n in nexts}
-            if len(deltas) == 1 and None not in deltas:
-                (delta,) = deltas
-                if not any(z3.is_app(h) and _mentions(delta, h) for h in header_syms):
-                    steps[r] = delta
+            deltas = [_delta(n.get(r), sym) for n in nexts]
+            if deltas and all(d is not None and z3.eq(d, deltas[0]) for d in deltas):
+                if not any(z3.is_app(h) and _mentions(deltas[0], h) for h in header_syms):
+                    steps[r] = deltas[0]
         carried = sorted(r for r in written if r not in steps and self._live_at_header(r, header, latch))
         for r in carried:
             if not z3.is_real(symbols.get(r, z3.BoolVal(True))):
                 raise Unsupported(f"a loop-carried value in {r} that is not an induction variable", where)
-        return steps, carried
+        induction_syms = {str(_symbol_of(symbols[r])) for r in steps}
+        accumulators = {}
+        for r in carried:
+            found = [classify(symbols[r], n[r]) for n in nexts if r in n]
+            acc = found[0] if found and all(f is not None and f.kind == found[0].kind and z3.eq(f.step, found[0].step)
+                                            for f in found) else None
+            others = [h for h in header_syms if str(h) not in induction_syms]
+            if acc is not None and not any(_mentions(acc.step, h) for h in others):
+                accumulators[r] = acc
+            else:
+                accumulators[r] = None  # carried, but not a recognised accumulation: its value becomes opaque
+        return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}
 
     def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
         """Conservatively: the register is read in the body before any write to it, or read after the loop."""

@@ -1,0 +1,55 @@
+"""The canonical text of an obligation: what the lemma cache hashes.
+
+z3's SMT-LIB printer is not canonical: its let-bound names come from AST ids, and which subterms it binds
+depends on the state of the process, and `FreshConst` names depend on how many were made before. So a
+long-lived worker would print one obligation differently from task to task and never hit the cache. This
+text lists the formula's DAG in post-order, one node per line, naming uninterpreted constants by order of
+first occurrence (alpha-renaming keeps satisfiability) and everything else by its operator, parameters and
+sort — equal structure, equal text (STYLE 4: canonicalize before caching). The witnesses are part of it,
+by name, because a refutation's evidence is their values.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from lean_pool.checker import Obligation
+
+
+def _node(t: z3.ExprRef, children: list[int], constants: dict[int, int]) -> str:
+    args = ",".join(map(str, children))
+    if z3.is_quantifier(t):
+        kind = "forall" if t.is_forall() else "exists" if t.is_exists() else "lambda"
+        bound = ",".join(t.var_sort(i).sexpr() for i in range(t.num_vars()))
+        return f"{kind}[{bound}]({args})"
+    if z3.is_var(t):
+        return f"var{z3.get_var_index(t)}:{t.sort().sexpr()}"
+    if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+        return f"c{constants.setdefault(t.get_id(), len(constants))}:{t.sort().sexpr()}"
+    if z3.is_const(t):    # a value or an interpreted constant: its own text is canonical
+        return f"{t.sexpr()}:{t.sort().sexpr()}"
+    decl = t.decl()
+    params = ",".join(str(p) for p in decl.params())
+    name = decl.name() if decl.kind() != z3.Z3_OP_UNINTERPRETED else decl.sexpr()
+    return f"{name}[{params}]:{t.sort().sexpr()}({args})"
+
+
+def canonical_text(obligation: Obligation) -> str:
+    roots = [obligation.formula, *obligation.witness.values()]
+    index: dict[int, int] = {}          # AST id -> line number
+    constants: dict[int, int] = {}      # AST id -> canonical constant number
+    lines: list[str] = []
+    todo: list[tuple[z3.ExprRef, bool]] = [(t, False) for t in reversed(roots)]
+    while todo:
+        t, expanded = todo.pop()
+        if t.get_id() in index:
+            continue
+        children = t.children()
+        if not expanded:
+            todo.append((t, True))
+            todo.extend((c, False) for c in reversed(children))
+            continue
+        index[t.get_id()] = len(lines)
+        lines.append(_node(t, [index[c.get_id()] for c in children], constants))
+    roots_line = ";".join(f"{name}={index[t.get_id()]}" for name, t in obligation.witness.items())
+    return "\n".join([*lines, f"formula={index[obligation.formula.get_id()]};{roots_line}"])

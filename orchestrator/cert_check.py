@@ -1,0 +1,124 @@
+"""`lark check`: re-check a certificate, or replay a witness, independently of the run that wrote it.
+
+Trusted code, so kept short. A certificate is trusted for nothing but its hints (DESIGN §7):
+1. it reads as a certificate of this format version, made with the current axiom table, and each
+   certified obligation's text still hashes to its SHA-256;
+2. the task it names is the same task: kernel source, PTX, reference and graph hashes, launch, bindings
+   (`cert_identity.rederive` compiles and captures again);
+3. the semantics, given only the certificate's hints (replay provers: a key with no hint proposes
+   nothing), verifies the task again, with the same axioms and every hint accepted;
+4. the obligations it proved are exactly the certified ones (compared by SHA-256);
+5. each of them re-proves (unsat) from its SMT-LIB text in a fresh z3 and/or cvc5.
+Each stage reports all its problems and stops there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import z3
+
+from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
+from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
+from orchestrator import cert_schema
+from orchestrator.cert_identity import Rejected, rederive, sha256
+from orchestrator.cert_terms import BadHint, hint_from_json, replay_provers
+from orchestrator.cert_witness import replay_witness
+from orchestrator.certificate import canonical
+from semantics.axioms import AXIOM_TABLE_VERSION
+from semantics.verdict import Report, verify
+
+SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}
+REPROVE_TIMEOUT_S = 120.0
+ACCEPTED, REJECTED, UNREADABLE = 0, 1, 3
+
+
+def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S) -> Outcome:
+    """Decide an obligation from its SMT-LIB text alone, in a fresh solver of the named kind."""
+    if solver == "cvc5":
+        return Cvc5Checker().check_text(text, timeout_s)
+    formula = z3.And(*z3.parse_smt2_string(standard_smt2(text)))
+    return Z3Checker().check(Obligation("re-proof", "", formula), timeout_s)
+
+
+def _read(cert: cert_schema.Certificate) -> None:
+    """Stage 1: versions, and the certified texts' own hashes."""
+    problems = []
+    if cert.axioms.table_version != AXIOM_TABLE_VERSION:
+        problems.append(f"axiom table version {cert.axioms.table_version} is not the current {AXIOM_TABLE_VERSION}")
+    problems += [f"obligation '{one_line(o.name)}': its smt2 text no longer hashes to its sha256 {o.sha256}"
+                 for o in cert.obligations if sha256(o.smt2) != o.sha256]
+    if problems:
+        raise Rejected(problems)
+
+
+def one_line(name: str) -> str:
+    """An obligation name as one line (names embed z3's multi-line printing of hint terms)."""
+    return " ".join(name.split())
+
+
+def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obligation]:
+    """Stages 3 and 4: the re-derived proof is the certified one. Returns its obligations by SHA-256."""
+    if report.verdict != "verified":
+        lost = [f"hint {key} is no longer accepted" for key in cert.hints if key not in report.hints]
+        why = report.reason or "; ".join(f.message for f in report.findings)
+        raise Rejected([*lost, f"with the certificate's hints the task is {report.verdict}, not verified: {why}"])
+    problems = []
+    if sorted(report.axioms) != cert.axioms.used:
+        problems.append(f"the axioms used no longer match: certified {cert.axioms.used}, re-derived "
+                        f"{sorted(report.axioms)}")
+    problems += [f"hint {key} is not used by the proof" for key in cert.hints if key not in report.hints]
+    derived = {canonical(ob)[1]: ob for ob, outcome in report.obligations if outcome.status == PROVED}
+    certified = {o.sha256: o for o in cert.obligations}
+    problems += [f"certified obligation '{one_line(o.name)}' (sha256 {digest}) is not derived from the kernel "
+                 f"and reference" for digest, o in certified.items() if digest not in derived]
+    problems += [f"obligation '{one_line(ob.name)}' (sha256 {digest}) is derived but missing from the certificate"
+                 for digest, ob in derived.items() if digest not in certified]
+    if problems:
+        raise Rejected(problems)
+    return derived
+
+
+def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequence[str]) -> str:
+    """A one-line summary when the certificate holds; raises Rejected saying what no longer matches."""
+    _read(cert)
+    prepared = rederive(cert, path)
+
+    def hint(key: str) -> object | None:
+        return hint_from_json(key, cert.hints[key]) if key in cert.hints else None
+
+    try:
+        report = verify(prepared.problem, Z3Checker(), replay_provers(hint))
+    except BadHint as exc:
+        raise Rejected([str(exc)]) from None
+    except z3.Z3Exception as exc:
+        raise Rejected([f"the certificate's hints do not fit the kernel: {exc}"]) from None
+    derived = _same_proof(cert, report)
+    failures = []
+    for ob in derived.values():
+        text = canonical(ob)[0]
+        for solver in solvers:
+            outcome = prove_text(text, solver)
+            if outcome.status != PROVED:
+                failures.append(f"obligation '{one_line(ob.name)}' does not re-prove with {solver}: {outcome.status}"
+                                + (f" ({outcome.reason})" if outcome.reason else ""))
+    if failures:
+        raise Rejected(failures)
+    return (f"certificate holds: {prepared.task.name}, {len(derived)} obligations re-derived and re-proved with "
+            f"{' and '.join(solvers)}")
+
+
+def run_check(path: Path, solver: str) -> tuple[int, str]:
+    """Exit status and text for `lark check PATH`: 0 holds, 1 rejected, 3 not a readable document."""
+    try:
+        document = cert_schema.load(path)
+    except cert_schema.BadDocument as exc:
+        return UNREADABLE, f"error: {exc}"
+    try:
+        if isinstance(document, cert_schema.Certificate):
+            return ACCEPTED, check_certificate(document, path, SOLVERS[solver])
+        return ACCEPTED, replay_witness(document, path)
+    except Rejected as exc:
+        kind = "certificate" if isinstance(document, cert_schema.Certificate) else "witness"
+        return REJECTED, "\n".join([f"{path}: {kind} rejected", *(f"  {p}" for p in exc.problems)])

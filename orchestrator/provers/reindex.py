@@ -1,0 +1,62 @@
+"""Heuristic prover: how a kernel reduction's index maps onto the reference's (φ for the matcher).
+
+Untrusted. It looks for one input buffer read in both terms, `F(idx_t(m))` in the target and `F(idx_s)` in
+the source, where idx_t moves by a constant stride s per step of m, and solves idx_t(m) = idx_s for m:
+m = (idx_s - idx_t(0)) / s. The matcher proves or rejects the proposal.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from orchestrator.provers.bounds import _constant_step
+from semantics.ptx.machine import simplify
+
+
+def _applications(term: z3.ExprRef) -> list[z3.ExprRef]:
+    found, todo, seen = [], [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() == 1 and \
+                z3.is_bv(t.arg(0)) and not z3.is_array(t):
+            found.append(t)
+        todo.extend(t.children())
+    return found
+
+
+def _mentions(term: z3.ExprRef, var: z3.ExprRef) -> bool:
+    return any(z3.eq(t, var) for t in _walk(term))
+
+
+def _walk(term: z3.ExprRef):
+    todo, seen = [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        yield t
+        todo.extend(t.children())
+
+
+def propose(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.ExprRef,
+            target_var: z3.BitVecRef) -> z3.BitVecRef | None:
+    """A term (over source_var) for target_var such that target at it equals source, or None."""
+    source_reads = _applications(source)
+    for app in _applications(target):
+        idx_t = app.arg(0)
+        if not _mentions(idx_t, target_var):
+            continue
+        stride = _constant_step(idx_t, target_var)
+        if not stride or stride < 0:
+            continue
+        base = simplify(z3.substitute(idx_t, (target_var, z3.BitVecVal(0, 64))))
+        for read in source_reads:
+            if read.decl() != app.decl():
+                continue
+            delta = read.arg(0) - base
+            return simplify(delta if stride == 1 else z3.UDiv(delta, stride))
+    return None
