@@ -6,10 +6,6 @@ character, and division by a constant is printed with z3's internal operators `b
 `bvsdiv_i`, `bvsrem_i`, `bvsmod_i`, which z3 defines to equal the standard ones on every input, a zero
 divisor included. `standard_smt2` rewrites exactly these, token by token, so that z3 and cvc5 can be
 handed the same standard text. A fresh cvc5 instance decides each obligation (STYLE 9).
-
-The printer also names its `let` binders after z3's internal AST ids (`?x9736`, `$x431`), which depend on
-what the process created before; `canonical_smt2` renumbers them by first occurrence, so the same formula
-has the same text (and SHA-256) in any process.
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ _LEXEME = re.compile(r'\|[^|]*\||"(?:[^"]|"")*"|;[^\n]*|[()]|\s+|[^\s()|";]+|.',
 _SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][0-9A-Za-z~!@$%^&*_\-+=<>.?/]*")
 _NOT_A_SYMBOL = tuple("0123456789#:|\";()") + (" ", "\t", "\n", "\r")
 Z3_INTERNAL_OPERATORS = {f"bv{op}_i": f"bv{op}" for op in ("udiv", "urem", "sdiv", "srem", "smod")}
-_Z3_BINDER = re.compile(r"([?$]x)\d+")
 
 
 def standard_smt2(text: str, rename_internal: bool = True) -> str:
@@ -41,17 +36,6 @@ def standard_smt2(text: str, rename_internal: bool = True) -> str:
             if not _SIMPLE_SYMBOL.fullmatch(lexeme):
                 lexeme = f"|{lexeme}|"
         out.append(lexeme)
-    return "".join(out)
-
-
-def canonical_smt2(text: str) -> str:
-    """`text` with z3's id-named `let` binders renumbered in order of first occurrence (a bijection on
-    names of that one form, so the meaning is unchanged)."""
-    names: dict[str, str] = {}
-    out = []
-    for lexeme in _LEXEME.findall(text):
-        binder = _Z3_BINDER.fullmatch(lexeme)
-        out.append(names.setdefault(lexeme, f"{binder.group(1)}{len(names)}") if binder else lexeme)
     return "".join(out)
 
 

@@ -1,4 +1,9 @@
-"""Prover hints (z3 terms) to and from certificate JSON, and the provers that replay them.
+"""z3 terms as certificate text: obligations, and prover hints to and from JSON and the provers replaying them.
+
+An obligation is certified by `obligation_text`: the declarations of its free symbols sorted by name, then
+`(assert <formula.sexpr()>)`. Unlike `Obligation.smt2()` (z3's benchmark printer, whose `let` binders are
+named after internal AST ids and chosen by reference counts, both of which depend on what the process did
+before), this text depends on the formula alone, so its SHA-256 is the same in every process.
 
 A hint must come back as the very same z3 term, because `lark check` substitutes it into obligations whose
 SHA-256 must equal the certified ones. z3's own printer and parser round-trip exactly (its internal
@@ -39,6 +44,11 @@ def free_declarations(term: z3.ExprRef) -> list[z3.FuncDeclRef]:
     return [found[name] for name in sorted(found)]
 
 
+def obligation_text(formula: z3.BoolRef) -> str:
+    declarations = [d.sexpr() for d in free_declarations(formula)]
+    return "\n".join([*declarations, f"(assert {formula.sexpr()})", "(check-sat)", ""])
+
+
 def term_to_json(term: z3.ExprRef) -> Term:
     return Term(sort=term.sort().sexpr(), declarations=[d.sexpr() for d in free_declarations(term)],
                 sexpr=term.sexpr())
@@ -71,8 +81,11 @@ def hint_from_json(key: str, hint: Hint) -> object:
 
 def replay_provers(lookup: Callable[[str], object | None]) -> Provers:
     """Provers that propose `lookup(key)` for a key, or nothing when it gives None."""
-    def bounds(key: str, loop) -> list:
+    def one(key: str, *_asked) -> object | None:
+        return lookup(key)
+
+    def bounds(key: str, _loop) -> list:
         hint = lookup(key)
         return [] if hint is None else [hint]
 
-    return Provers(inverse=lambda key, index, variables, e: lookup(key), bounds=bounds)
+    return Provers(inverse=one, bounds=bounds, reindex=one)

@@ -11,8 +11,8 @@ The search that found the proof also tried things that failed (a rejected bound 
 first obligation held and second did not), and those are not part of the proof. So the proof written is
 the one `lark check` will derive: the task verified again with only the accepted hints replayed.
 
-An obligation is certified by its canonical text: `Obligation.smt2()` with z3's id-named `let` binders
-renumbered (`canonical_smt2`), so that its SHA-256 does not depend on the process that printed it.
+An obligation is certified by its canonical text (`cert_terms.obligation_text`), whose SHA-256 does not
+depend on the process that printed it.
 """
 
 from __future__ import annotations
@@ -21,10 +21,9 @@ import os
 from pathlib import Path
 
 from lean_pool.checker import PROVED, Obligation, Z3Checker
-from lean_pool.cvc5_checker import canonical_smt2
 from orchestrator import cert_schema
 from orchestrator.cert_identity import identity, sha256
-from orchestrator.cert_terms import hints_to_json, replay_provers
+from orchestrator.cert_terms import hints_to_json, obligation_text, replay_provers
 from orchestrator.pipeline import Prepared
 from semantics.axioms import AXIOM_TABLE_VERSION
 from semantics.verdict import Report, verify
@@ -32,7 +31,7 @@ from semantics.verdict import Report, verify
 
 def canonical(ob: Obligation) -> tuple[str, str]:
     """The obligation's canonical SMT-LIB text and its SHA-256."""
-    text = canonical_smt2(ob.smt2())
+    text = obligation_text(ob.formula)
     return text, sha256(text)
 
 

@@ -29,7 +29,7 @@ from typing import Any
 from orchestrator.manifest import Dim3, IntakeError, KernelSpec
 
 CACHE_FORMAT = 1  # bump when the flags below or the cached record change, to orphan old entries
-NVCC_FLAGS = ("-ptx", "-O3")  # no -lineinfo: debug directives are noise for the PTX parser
+NVCC_FLAGS = ("-ptx", "-O3", "-lineinfo")  # .loc lines let findings name the source line
 NVCC_TIMEOUT_S = 300
 # FP fusion pinned to Triton 3.9's default so the PTX (and its certificate hash) does not depend on the
 # environment; under exact arithmetic an fma and a mul+add mean the same thing.
@@ -242,7 +242,8 @@ def _triton_message(exc: Exception, fn: Any, source: Path) -> str:
 
 
 def _compile_triton(spec: KernelSpec) -> CompiledKernel:
-    """triton.compile for an sm_NN target without a GPU; line info off, Triton's own cache in ours."""
+    """triton.compile for an sm_NN target without a GPU, with line info (findings name the Python line);
+    Triton's own cache lives in ours."""
     import triton
     from triton import knobs
 
@@ -252,7 +253,7 @@ def _compile_triton(spec: KernelSpec) -> CompiledKernel:
     source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     options = {**TRITON_OPTIONS, "num_warps": spec.num_warps}
     with knobs.compilation.scope(), knobs.cache.scope():
-        knobs.compilation.disable_line_info = True
+        knobs.compilation.disable_line_info = False
         knobs.cache.dir = str(cache_dir().parent / "triton")
         try:
             compiled = triton.compile(source, target=target, options=options)
@@ -278,7 +279,7 @@ def _compiler_identity(language: str) -> dict[str, Any]:
     """Compiler version and options: everything besides the source that shapes the PTX."""
     if language == "cuda":
         return {"nvcc": _nvcc_version(_nvcc()), "flags": NVCC_FLAGS}
-    return {"triton": importlib.metadata.version("triton"), "options": TRITON_OPTIONS, "line_info": False}
+    return {"triton": importlib.metadata.version("triton"), "options": TRITON_OPTIONS, "line_info": True}
 
 
 def cache_dir() -> Path:

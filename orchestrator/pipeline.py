@@ -97,6 +97,7 @@ def prepare(path: Path) -> Prepared:
     except PtxSyntaxError as exc:
         raise IntakeError("kernel.source", f"the PTX does not parse: {exc}") from exc
     kernel = module.kernels[compiled.entry]
+    kernel.vars = kernel.vars + [v for v in module.vars if v.space == ".shared"]  # Triton's module-scope smem
     graph = capture_reference(task.reference.source)
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
@@ -118,7 +119,7 @@ def prepare(path: Path) -> Prepared:
     launch = Launch(task.launch.grid, block, task.launch.dynamic_shared_bytes)
     references, problem_text = _references(graph, task, buffers, scalars, origin)
     problem = Problem(kernel, launch, buffers, args, references, problem_text,
-                      shared_symbols={str(s) for s in scalars.values()} | {"ln2"})
+                      shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files)
     return Prepared(task, compiled, kernel, graph, problem)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import z3
 
@@ -76,6 +77,7 @@ class Problem:
     references: dict[str, Callable] | None               # output buffer -> element function
     reference_problem: str | None = None                 # why references is None
     shared_symbols: set[str] = field(default_factory=set)
+    source_files: dict[int, str] = field(default_factory=dict)  # PTX `.file` index -> source path
 
 
 def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
@@ -144,8 +146,28 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
                                           checker, per_obligation(), record, hints)
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
+    for finding in findings:
+        locate(finding, problem.kernel, problem.source_files)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints)
+
+
+def locate(finding: Finding, kernel: Kernel, files: dict[int, str]) -> None:
+    """Add the source line (from the PTX's .loc directives) to every witness part that names a PTX line."""
+    lines = {ins.line: ins.loc for ins in kernel.body if getattr(ins, "loc", None)}
+
+    def visit(part: dict) -> None:
+        loc = lines.get(part.get("line"))
+        if loc and loc[0] in files:
+            part["source"] = f"{Path(files[loc[0]]).name}:{loc[1]}"
+        for value in part.values():
+            if isinstance(value, dict):
+                visit(value)
+
+    visit(finding.witness)
+    source = finding.witness.get("source") or finding.witness.get("first", {}).get("source")
+    if source:
+        finding.message += f" [{source}]"
 
 
 def _opaque_reason(outputs: list, opaque: dict[str, str]) -> str | None:

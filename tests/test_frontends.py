@@ -84,7 +84,7 @@ def test_cuda_kernel_compiles_with_its_entry(tmp_path: Path) -> None:
     kernel = compile_kernel(KernelSpec(source=source(tmp_path, "relu.cu", RELU_CU), entry="relu"))
     assert kernel.entry == "relu" and kernel.block is None and kernel.user_params is None
     assert ".entry relu(" in kernel.ptx and ".target sm_90" in kernel.ptx
-    assert ".loc" not in kernel.ptx  # no line info
+    assert ".loc" in kernel.ptx  # line info: findings name the source line
 
 
 @needs_nvcc
@@ -159,7 +159,7 @@ def test_triton_relu_compiles(tmp_path: Path) -> None:
     assert kernel.entry == "relu_kernel" and kernel.block == (128, 1, 1)
     assert ".entry relu_kernel(" in kernel.ptx and ".reqntid 128" in kernel.ptx
     assert kernel.user_params == 3  # Triton appends scratch pointers its launcher passes
-    assert ".loc" not in kernel.ptx
+    assert ".loc" in kernel.ptx  # line info: findings name the Python line
 
 
 @needs_triton

@@ -40,8 +40,11 @@ class Family:
 
 
 def _terms(body: z3.ArithRef) -> list[z3.ArithRef]:
+    """The summands of a body (zeros dropped: they add nothing to a sum)."""
     if z3.is_add(body):
         return [t for child in body.children() for t in _terms(child)]
+    if z3.is_rational_value(body) and body.as_fraction() == 0:
+        return []
     return [body]
 
 

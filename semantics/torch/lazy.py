@@ -25,6 +25,14 @@ class Unsupported(Exception):
     """A reference op or feature outside the modelled fragment; the message names it."""
 
 
+@dataclass(frozen=True)
+class Missing:
+    """An unmodelled result of an op with several results (max.dim's indices): harmless until a node
+    picks it, which raises Unsupported with `why`."""
+
+    why: str
+
+
 def bv(n: int) -> z3.BitVecRef:
     return z3.BitVecVal(n, 64)
 
@@ -259,6 +267,13 @@ def select(t: Lazy, dim: int, index: int) -> Lazy:
     index %= t.shape[dim]
     return Lazy.of(t.shape[:dim] + t.shape[dim + 1:], t.dtype,
                    lambda idx: t.at(idx[:dim] + (bv(index),) + idx[dim:]))
+
+
+def flip(t: Lazy, dims: Sequence[int]) -> Lazy:
+    """Reversal along `dims`: index i reads n-1-i."""
+    flipped = {d % len(t.shape) for d in dims} if t.shape else set()
+    return Lazy.of(t.shape, t.dtype, lambda idx: t.at(tuple(
+        bv(t.shape[k] - 1) - i if k in flipped and t.shape[k] != 1 else i for k, i in enumerate(idx))))
 
 
 def cat(ts: Sequence[Lazy], dim: int) -> Lazy:

@@ -1,0 +1,49 @@
+"""Verify actors: each runs whole tasks (`run_verify`: frontend, capture, symbolic execution, the core),
+one at a time, with its obligations going through the lemma-cache actor to the checker actors.
+
+A task's result depends only on its inputs, so Ray may re-run one on a restarted actor (`max_restarts`,
+`max_task_retries`) without changing any verdict. A control concurrency group answers `status` and
+`cancel` while a task runs: health checks, tests, and cancellation through the job's budget.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import ray
+
+from actors.cache import ActorLemmaStore
+from actors.checker import RemoteChecker
+from lean_pool.budget import Budget
+from lean_pool.stack import assemble
+from orchestrator.cli import run_verify
+from orchestrator.result import Result
+
+
+@ray.remote(num_cpus=1, max_restarts=3, max_task_retries=2, concurrency_groups={"control": 1})
+class VerifyActor:
+    def __init__(self, checkers: list, cache):
+        self.checkers = checkers
+        self.cache = cache
+        self._current: str | None = None
+        self._budget: Budget | None = None
+
+    def run(self, manifest: str, timeout_s: float, solver_s: float | None = None) -> Result:
+        budget = Budget(wall_s=timeout_s, solver_s=solver_s)
+        self._current, self._budget = manifest, budget
+        try:
+            checker = assemble(RemoteChecker(self.checkers), ActorLemmaStore(self.cache), budget)
+            return run_verify(Path(manifest), timeout_s, checker=checker)
+        finally:
+            self._current = self._budget = None
+
+    @ray.method(concurrency_group="control")
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "node": ray.get_runtime_context().get_node_id(), "current": self._current}
+
+    @ray.method(concurrency_group="control")
+    def cancel(self) -> None:
+        """Cancel the running task: its remaining obligations come back unknown ("cancelled")."""
+        if self._budget is not None:
+            self._budget.cancel()

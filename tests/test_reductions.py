@@ -1,0 +1,69 @@
+"""The reduction matcher: comprehensions are identified only after a proved reindexing."""
+
+import z3
+
+from lean_pool.checker import Z3Checker
+from orchestrator.provers.reindex import propose
+from semantics.comprehension import MAX_FROM, SUM, max_over, sum_over
+from semantics.properties.reductions import Matcher
+
+INDEX = z3.BitVecSort(64)
+A = z3.Function("A", INDEX, z3.RealSort())
+V = z3.Function("v", INDEX, z3.RealSort())
+ROW = z3.BitVec("row", 64)
+HYP = z3.ULT(ROW, 2048)
+
+
+def matcher(log=None) -> Matcher:
+    return Matcher(HYP, propose, Z3Checker(), 30.0, (lambda ob, out: log.append((ob, out))) if log is not None else (lambda *_: None), {}, "t")
+
+
+def unrolled_dot(iterations: int) -> z3.ArithRef:
+    j = z3.BitVec("j", 64)
+    lanes = sum(A(ROW * 1024 + 4 * j + i) * V(4 * j + i) for i in range(4))
+    return sum_over(0, iterations, j, lanes)
+
+
+def dot(n: int) -> z3.ArithRef:
+    m = z3.BitVec("m", 64)
+    return sum_over(0, n, m, A(ROW * 1024 + m) * V(m))
+
+
+def test_unrolled_sum_matches_reference_by_bijection():
+    log = []
+    kernel, reference = matcher(log).rewrite(unrolled_dot(256), dot(1024))
+    assert z3.eq(kernel, reference) and str(kernel).startswith("reduction!")
+    names = [ob.name for ob, _ in log]
+    assert any("injective" in n for n in names) and any("as many terms" in n for n in names)
+
+
+def test_dropped_iteration_is_not_matched():
+    kernel, reference = matcher().rewrite(unrolled_dot(255), dot(1024))
+    assert kernel.decl() == SUM and reference.decl() == SUM
+
+
+def test_wrong_stride_is_not_matched():
+    j, m = z3.BitVec("j", 64), z3.BitVec("m", 64)
+    kernel = sum_over(0, 1024, j, A(ROW * 1024 + j) * V(j))
+    shifted = sum_over(0, 1024, m, A(ROW * 1024 + m) * V(m + 1))
+    k2, r2 = matcher().rewrite(kernel, shifted)
+    assert k2.decl() == SUM
+
+
+def test_max_with_initial_element_matches_set_of_elements():
+    # kernel: m = x[t]; for c in 1..n: m = max(m, x[c])   reference: max(x[0], x[1..n))
+    j, m = z3.BitVec("j", 64), z3.BitVec("m", 64)
+    base = ROW * 1000
+    kernel = max_over(A(base), 0, 999, j, A(base + 1 + j))
+    reference = max_over(A(base), 1, 1000, m, A(base + m))
+    k2, r2 = matcher().rewrite(kernel, reference)
+    assert z3.eq(k2, r2)
+
+
+def test_max_missing_an_element_is_not_matched():
+    j, m = z3.BitVec("j", 64), z3.BitVec("m", 64)
+    base = ROW * 1000
+    kernel = max_over(A(base), 0, 998, j, A(base + 1 + j))      # never looks at the last element
+    reference = max_over(A(base), 1, 1000, m, A(base + m))
+    k2, _ = matcher().rewrite(kernel, reference)
+    assert k2.decl() == MAX_FROM
