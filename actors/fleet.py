@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 
 import ray
 from ray.exceptions import RayError, RayTaskError
@@ -29,18 +30,20 @@ OnDone = Callable[[str, Result | None, str | None], None]   # manifest, result o
 
 class Fleet:
     def __init__(self, verifiers: int, checkers: int | None = None, cache_dir: str | None = None,
-                 pool: PoolConfig = PoolConfig(), depth: int = 2):
+                 pool: PoolConfig | None = None, depth: int = 2):
         self.depth = depth
         self.cache = start_cache(cache_dir)
-        self.checkers = [CheckerActor.options(scheduling_strategy="SPREAD").remote(pool)
+        self.checkers = [CheckerActor.options(scheduling_strategy="SPREAD").remote(pool or PoolConfig())
                          for _ in range(checkers or verifiers)]
         self.verifiers = [self._verifier() for _ in range(verifiers)]
 
     def _verifier(self):
         return VerifyActor.options(scheduling_strategy="SPREAD").remote(self.checkers, self.cache)
 
-    def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done: OnDone) -> None:
-        """Run every manifest; `on_done` is called once per manifest, in completion order."""
+    def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done: OnDone,
+            certificate: Path | None = None, witness: Path | None = None) -> None:
+        """Run every manifest; `on_done` is called once per manifest, in completion order. `certificate` and
+        `witness` are output paths for a single task (`lark verify --workers`)."""
         waiting = deque((m, 0) for m in manifests)          # (manifest, attempts so far)
         inflight: dict = {}                                  # ObjectRef -> (manifest, slot, attempts, actor)
         load = [0] * len(self.verifiers)
@@ -48,7 +51,7 @@ class Fleet:
             for slot, actor in enumerate(self.verifiers):
                 while waiting and load[slot] < self.depth:
                     manifest, attempts = waiting.popleft()
-                    ref = actor.run.remote(manifest, timeout_s, solver_s)
+                    ref = actor.run.remote(manifest, timeout_s, solver_s, certificate, witness)
                     inflight[ref] = (manifest, slot, attempts + 1, actor)
                     load[slot] += 1
             [done], _ = ray.wait(list(inflight), num_returns=1)

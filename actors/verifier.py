@@ -29,12 +29,13 @@ class VerifyActor:
         self._current: str | None = None
         self._budget: Budget | None = None
 
-    def run(self, manifest: str, timeout_s: float, solver_s: float | None = None) -> Result:
+    def run(self, manifest: str, timeout_s: float, solver_s: float | None = None, certificate: Path | None = None,
+            witness: Path | None = None) -> Result:
         budget = Budget(wall_s=timeout_s, solver_s=solver_s)
         self._current, self._budget = manifest, budget
         try:
             checker = assemble(RemoteChecker(self.checkers), ActorLemmaStore(self.cache), budget)
-            return run_verify(Path(manifest), timeout_s, checker=checker)
+            return run_verify(Path(manifest), timeout_s, None, certificate, witness, checker=checker)
         finally:
             self._current = self._budget = None
 

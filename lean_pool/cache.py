@@ -65,8 +65,8 @@ class CachingChecker:
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
         key = cache_key(canonical_text(obligation), self.name)
         entry = self.store.get(key)
-        if entry is not None:
-            return outcome_of(entry, entry["backend"], cached=True)
+        if entry is not None:   # no solver time spent now: the stored seconds are not this run's
+            return outcome_of({**entry, "seconds": 0.0}, entry["backend"], cached=True)
         outcome = self.inner.check(obligation, timeout_s)
         outcome.cached = False
         if outcome.status in (PROVED, REFUTED):

@@ -9,12 +9,15 @@ from pathlib import Path
 
 import click
 
-from lean_pool.checker import Z3Checker
+from lean_pool.checker import Checker
+from lean_pool.stack import local_checker
+from orchestrator.batch import batch_and_report, verify_on_ray
 from orchestrator.cert_check import SOLVERS, run_check
 from orchestrator.certificate import NoCertificate, write_certificate, write_witness
 from orchestrator.manifest import IntakeError
 from orchestrator.pipeline import prepare
 from orchestrator.provers import bounds, inverse, reindex
+from orchestrator.report import exit_status
 from orchestrator.result import Result, error, from_report
 from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
@@ -24,15 +27,16 @@ PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=rei
 
 
 def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
-               witness: Path | None = None) -> Result:
+               witness: Path | None = None, checker: Checker | None = None) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
-    its certificate to `certificate`, a refuted one its witness to `witness`, when asked."""
+    its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
+    to the embedded local one (`lean_pool.stack.local_checker`)."""
     start = time.monotonic()
     name = manifest.parent.name
     try:
         prepared = prepare(manifest)
         name = prepared.task.name
-        report = verify(prepared.problem, Z3Checker(), PROVERS, timeout_s, progress)
+        report = verify(prepared.problem, checker or local_checker(timeout_s), PROVERS, timeout_s, progress)
     except (IntakeError, ReferenceCaptureError) as exc:
         return error(name, str(exc), time.monotonic() - start)
     except Unsupported as exc:
@@ -87,14 +91,20 @@ def main() -> None:
               help="If verified, write the certificate here (re-check it with `lark check`).")
 @click.option("--witness", "witness", type=click.Path(path_type=Path), default=None,
               help="If refuted, write the findings and their witnesses here (replay them with `lark check`).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Check obligations on N pooled checker workers of a Ray fleet (a local Ray instance).")
+@click.option("--address", default=None, help="Join this Ray cluster (default: $RAY_ADDRESS) instead.")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
-                   witness: Path | None) -> None:
+                   witness: Path | None, workers: int | None, address: str | None) -> None:
     """Verify the task described by TASK (a lark.toml). Exit 0 verified, 1 refuted, 2 unknown, 3 error."""
     def progress(stage: str) -> None:
         if not as_json:
             click.echo(f"[lark] {stage} ...", err=True)
 
-    result = run_verify(task, timeout_s, progress, certificate, witness)
+    if workers or address:
+        result = verify_on_ray(task, timeout_s, workers, address, certificate, witness)
+    else:
+        result = run_verify(task, timeout_s, progress, certificate, witness)
     click.echo(json.dumps(result.to_json(), indent=None if as_json else 2) if as_json else _human(result))
     sys.exit(result.exit_status)
 
@@ -109,3 +119,27 @@ def check_command(file: Path, solver: str) -> None:
     status, text = run_check(file, solver)
     click.echo(text, err=status != 0)
     sys.exit(status)
+
+
+@main.command("batch")
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Verify actors to run (default: the CPUs of the local machine or of the cluster).")
+@click.option("--address", default=None, help="Join this Ray cluster (default: $RAY_ADDRESS; else start one).")
+@click.option("--report", type=click.Path(path_type=Path), default=None, help="Write an HTML report here.")
+@click.option("--junit", type=click.Path(path_type=Path), default=None, help="Write JUnit XML here.")
+@click.option("--state", type=click.Path(path_type=Path), default=None,
+              help="Results file that makes a rerun skip finished tasks (default: beside --report or --junit, "
+                   "else .lark/batch-state.jsonl).")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+              help="Wall-time budget of each task in seconds.")
+@click.option("--solver-seconds", "solver_s", type=float, default=None,
+              help="Solver-time budget of each task in seconds (default: no limit beyond --timeout).")
+def batch_command(source: Path, workers: int | None, address: str | None, report: Path | None, junit: Path | None,
+                  state: Path | None, timeout_s: float, solver_s: float | None) -> None:
+    """Verify every lark.toml under SOURCE (a directory), or each manifest listed in SOURCE (a file).
+    Exit 0 if no task is refuted or error (unknown allowed), 1 if some task is refuted, 3 if some is error."""
+    outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s)
+    for o in outcomes:
+        click.echo(f"{o.result.verdict:9} {o.result.name}{'  (resumed)' if o.resumed else ''}")
+    sys.exit(exit_status([o.result for o in outcomes]))

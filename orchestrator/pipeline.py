@@ -7,12 +7,15 @@ error type; `IntakeError` and `ReferenceError` are bad input (exit 3), `Unsuppor
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import z3
 
-from orchestrator.frontends import CompiledKernel, compile_kernel
+from orchestrator.frontends import CompiledKernel, cache_dir, compile_kernel
 from orchestrator.manifest import IntakeError, Task, check_bindings, load_task
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
@@ -23,6 +26,8 @@ from semantics.torch.graph import ScalarSpec, TensorSpec
 from semantics.torch.ops import RefEnv, reference_outputs
 from semantics.torch.ops import Unsupported as TorchUnsupported
 from semantics.verdict import Problem
+
+CAPTURE_FORMAT = b"capture-v1"
 
 
 @dataclass
@@ -89,6 +94,28 @@ def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
     return z3.Real(f"scalar.{name}") if spec.kind == "float" else z3.BitVec(f"scalar.{name}", 64)
 
 
+def capture_cached(source: Path) -> RefGraph:
+    """capture_reference, remembered on disk by the reference text and the torch version.
+
+    The capture subprocess costs seconds (importing torch); an unchanged reference need not pay it twice.
+    A reference that imports sibling files is keyed by its own text only: edit it (or clear
+    $LARK_CACHE_DIR/ref) after changing what it imports. The graph carries its own hash, checked on load."""
+    torch_version = importlib.metadata.version("torch").encode()
+    key = hashlib.sha256(source.read_bytes() + torch_version + CAPTURE_FORMAT).hexdigest()
+    entry = cache_dir().parent / "ref" / f"{key}.json"
+    if entry.exists():
+        try:
+            return RefGraph.from_json(entry.read_text())
+        except (ValueError, KeyError):
+            entry.unlink(missing_ok=True)
+    graph = capture_reference(source)
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(graph.to_json())
+    tmp.replace(entry)
+    return graph
+
+
 def prepare(path: Path) -> Prepared:
     task = load_task(path)
     compiled = compile_kernel(task.kernel)
@@ -98,7 +125,7 @@ def prepare(path: Path) -> Prepared:
         raise IntakeError("kernel.source", f"the PTX does not parse: {exc}") from exc
     kernel = module.kernels[compiled.entry]
     kernel.vars = kernel.vars + [v for v in module.vars if v.space == ".shared"]  # Triton's module-scope smem
-    graph = capture_reference(task.reference.source)
+    graph = capture_cached(task.reference.source)
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
     scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs

@@ -33,8 +33,10 @@ class Result:
 
 def from_report(name: str, report: Report, wall_seconds: float) -> Result:
     findings = [{"property": f.prop, "message": f.message, "witness": f.witness} for f in report.findings]
-    stats = {"wall_seconds": round(wall_seconds, 3), "obligations": len(report.obligations), "cache_hits": 0,
-             "llm_calls": 0,
+    outcomes = [o for _, o in report.obligations]
+    stats = {"wall_seconds": round(wall_seconds, 3), "obligations": len(report.obligations),
+             "cache_hits": sum(o.cached is True for o in outcomes),
+             "cache_misses": sum(o.cached is False for o in outcomes), "llm_calls": 0,
              "solver_seconds": round(sum(o.seconds for _, o in report.obligations), 3)}
     return Result(name, report.verdict, report.properties, findings, report.reason, None, stats, report.axioms)
 

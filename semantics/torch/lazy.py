@@ -117,12 +117,12 @@ class _Unflat(tuple):
 
 
 def flatten(idx: Index, shape: Sequence[int]) -> z3.BitVecRef:
-    """Row-major linear index of `idx` in `shape`."""
+    """Row-major linear index of `idx` in `shape` (index terms that are the constant 0 are left out)."""
     if isinstance(idx, _Unflat) and idx.shape == tuple(shape):
         return idx.flat
     total, stride = None, 1
     for i, d in zip(reversed(idx), reversed(shape), strict=True):
-        if d != 1:
+        if d != 1 and not (z3.is_bv_value(i) and i.as_long() == 0):   # a constant-0 index adds nothing
             term = i if stride == 1 else i * bv(stride)
             total = term if total is None else term + total
         stride *= d

@@ -25,7 +25,8 @@ import z3
 from semantics.axioms import ideal
 from semantics.torch import lazy
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
-from semantics.torch.lazy import Lazy, Unsupported
+from semantics.torch.lazy import Lazy, Missing, Unsupported
+from semantics.torch.reductions import REDUCTION_OPS
 
 __all__ = ["OPS", "RefEnv", "Unsupported", "reference_outputs"]
 
@@ -47,12 +48,15 @@ class RefEnv:
 
 @dataclass(frozen=True)
 class Call:
-    """One op application: arguments by schema name (tensors as `Lazy`), result shape and dtype."""
+    """One op application: arguments by schema name (tensors as `Lazy`), result shape and dtype (of the
+    first result, for an op with several), and the graph node's name (bound variables are named after
+    it, so terms are the same in every run)."""
 
     target: str
     args: dict[str, Any]
     shape: tuple[int, ...]
     dtype: str
+    node: str = ""
 
     def tensor(self, name: str) -> Lazy:
         value = self.args[name]
@@ -83,7 +87,7 @@ class Call:
         return self.const(value, self.dtype)
 
 
-Op = Callable[[Call], Lazy]
+Op = Callable[[Call], Lazy]   # an op with several results returns a tuple (Lazy or Missing per result)
 
 
 # ---- elementwise building blocks ---------------------------------------------------------------------
@@ -146,9 +150,19 @@ def _with_alpha(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef], reverse: boo
 
 
 def _compare(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef]) -> Op:
-    """A comparison, made in the dtype torch's type promotion picks for its operands."""
+    """A comparison, made in the dtype torch's type promotion picks for its operands. A float tensor
+    against an infinite constant (logsumexp's `abs(max) == inf`) has a constant answer: every element is
+    a (finite) real, so it compares with +inf as 0 with 1, and with -inf as 1 with 0."""
     def op(c: Call) -> Lazy:
         compute = _result_dtype([c.args["self"], c.args["other"]])
+        a, b = c.args["self"], c.args["other"]
+        infinite = [isinstance(v, float) and math.isinf(v) for v in (a, b)]
+        if any(infinite) and compute in FLOAT_DTYPES and not all(infinite):
+            inf = a if infinite[0] else b
+            low, high = z3.RealVal(0), z3.RealVal(1)
+            finite_rank, inf_rank = (low, high) if inf > 0 else (high, low)
+            pair = (inf_rank, finite_rank) if infinite[0] else (finite_rank, inf_rank)
+            return lazy.constant(z3.simplify(fn(*pair)), c.shape, "bool")
         return lazy.elementwise(fn, [c.operand("self", compute), c.operand("other", compute)], c.shape,
                                 "bool", compute)
     return op
@@ -268,7 +282,13 @@ def _div_mode(c: Call) -> Lazy:
 def _where(c: Call) -> Lazy:
     cond = lazy.elementwise(lambda b: b, [c.tensor("condition")], c.shape, "bool")
     a, b = (lazy.elementwise(lambda v: v, [c.operand(n, c.dtype)], c.shape, c.dtype) for n in ("self", "other"))
-    return Lazy.of(c.shape, c.dtype, lambda idx: z3.If(cond.at(idx), a.at(idx), b.at(idx)))
+
+    def at(idx: lazy.Index) -> z3.ExprRef:
+        test = cond.at(idx)
+        if z3.is_true(test) or z3.is_false(test):   # a constant condition (a comparison with inf) picks
+            return a.at(idx) if z3.is_true(test) else b.at(idx)
+        return z3.If(test, a.at(idx), b.at(idx))
+    return Lazy.of(c.shape, c.dtype, at)
 
 
 def _fill(name: str) -> Op:
@@ -319,6 +339,8 @@ OPS: dict[str, Op] = {
     "aten.select.int": lambda c: lazy.select(c.tensor("self"), c.args["dim"], c.args["index"]),
     "aten.cat.default": lambda c: lazy.cat(c.args["tensors"], c.args["dim"]),
     "aten.full.default": _fill("fill_value"),
+    "aten.full_like.default": _fill("fill_value"),
+    "aten.flip.default": lambda c: lazy.flip(c.tensor("self"), c.args["dims"]),
     "aten.scalar_tensor.default": _fill("s"),
     # activations and unary functions
     "aten.relu.default": _unary(lambda x: _max(x, 0), _NUMERIC),
@@ -372,6 +394,8 @@ OPS: dict[str, Op] = {
     "aten.bitwise_and.Tensor": _binary(lambda a, b: z3.And(a, b) if z3.is_bool(a) else a & b, _BITS),
     "aten.bitwise_or.Tensor": _binary(lambda a, b: z3.Or(a, b) if z3.is_bool(a) else a | b, _BITS),
     "aten.bitwise_xor.Tensor": _binary(lambda a, b: z3.Xor(a, b) if z3.is_bool(a) else a ^ b, _BITS),
+    # reductions, contractions, scans, softmax and normalizations (semantics/torch/reductions.py)
+    **REDUCTION_OPS,
 }
 
 
@@ -390,7 +414,7 @@ class _Interpreter:
         self.graph = graph
         self.env = env
         self.nodes = {n["name"]: n for n in graph.nodes}
-        self.values: dict[str, Lazy] = {}
+        self.values: dict[str, Lazy | tuple[Lazy | Missing, ...]] = {}
 
     def outputs(self) -> list[Lazy]:
         out = next(n for n in self.graph.nodes if n["op"] == "output")
@@ -410,22 +434,45 @@ class _Interpreter:
                 stack.extend(_refs(list(self.nodes[name].get("args", {}).values())))
         return seen
 
-    def _node(self, node: dict[str, Any]) -> Lazy:
+    def _node(self, node: dict[str, Any]) -> Lazy | tuple[Lazy | Missing, ...]:
         out = node["out"]
         if node["op"] == "placeholder":
             return self._placeholder(node, out)
         target = node["target"]
+        if target == "getitem":
+            return self._getitem(node)
         if target not in OPS:
             raise Unsupported(f"ATen op {target} is not modelled")
-        if not isinstance(out, dict):
-            raise Unsupported(f"{target} with several results")
-        call = Call(target, {k: self._value(v) for k, v in node["args"].items()}, tuple(out["shape"]),
-                    out["dtype"])
+        several = isinstance(out, list)
+        first = out[0] if several and out else out
+        if not isinstance(first, dict):
+            raise Unsupported(f"{target} with no tensor result")
+        call = Call(target, {k: self._value(v) for k, v in node["args"].items()}, tuple(first["shape"]),
+                    first["dtype"], node["name"])
         result = OPS[target](call)
-        if (result.shape, result.dtype) != (call.shape, call.dtype):
-            raise Unsupported(f"{target}: modelled as {result.dtype}{list(result.shape)} but torch gives "
-                              f"{call.dtype}{list(call.shape)}")
-        return result
+        if not several:
+            if not isinstance(result, Lazy):
+                raise Unsupported(f"{target}: modelled with several results, torch gives one")
+            _check_result(target, result, out)
+            return result
+        results = result if isinstance(result, tuple) else (result,)
+        if len(results) > len(out):
+            raise Unsupported(f"{target}: modelled with {len(results)} results, torch gives {len(out)}")
+        results += tuple(Missing(f"{target}: result {i} is not modelled") for i in range(len(results), len(out)))
+        for value, spec in zip(results, out, strict=True):
+            if isinstance(value, Lazy):
+                _check_result(target, value, spec)
+        return results
+
+    def _getitem(self, node: dict[str, Any]) -> Lazy:
+        """One result of an op with several (getitem(node, i)); picking an unmodelled one is unsupported."""
+        source, i = self._value(node["args"]["arg0"]), node["args"]["arg1"]
+        if not isinstance(source, tuple) or not isinstance(i, int) or not -len(source) <= i < len(source):
+            raise Unsupported(f"getitem {i!r} of {node['args']['arg0']}")
+        value = source[i]
+        if isinstance(value, Missing):
+            raise Unsupported(value.why)
+        return value
 
     def _placeholder(self, node: dict[str, Any], out: dict[str, Any]) -> Lazy:
         shape, dtype = tuple(out["shape"]), out["dtype"]
@@ -467,6 +514,12 @@ def _refs(value: Any) -> list[str]:
     if isinstance(value, dict):
         return [value["node"]] if "node" in value else [r for v in value.values() for r in _refs(v)]
     return []
+
+
+def _check_result(target: str, result: Lazy, spec: dict[str, Any] | None) -> None:
+    if spec is None or (result.shape, result.dtype) != (tuple(spec["shape"]), spec["dtype"]):
+        got = "nothing" if spec is None else f"{spec['dtype']}{list(spec['shape'])}"
+        raise Unsupported(f"{target}: modelled as {result.dtype}{list(result.shape)} but torch gives {got}")
 
 
 def _check_sort(sort: z3.SortRef, dtype: str, what: str) -> None:

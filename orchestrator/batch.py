@@ -1,0 +1,151 @@
+"""`lark batch`: many tasks on a Ray fleet, resumable; and `lark verify --workers` (one task, same fleet).
+
+Resuming: every finished task is appended to a JSONL state file under a key that hashes what decides its
+result — the manifest, the kernel and reference files it names, the budgets and the axiom-table version —
+so a rerun skips exactly the tasks whose inputs have not changed, wherever the files moved. Only results
+that `run_verify` produced are recorded: a task the cluster lost is reported as `error` for this run and
+tried again by the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tomllib
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdm import tqdm
+
+from orchestrator.report import write_html, write_junit
+from orchestrator.result import Result, error
+from semantics.axioms import AXIOM_TABLE_VERSION
+
+MANIFEST = "lark.toml"
+DEFAULT_STATE = Path(".lark") / "batch-state.jsonl"
+
+
+def discover(source: Path) -> list[Path]:
+    """Every lark.toml under a directory, or the manifests a list file names (one per line, `#` comments,
+    paths relative to the list file)."""
+    if source.is_dir():
+        return sorted(source.rglob(MANIFEST))
+    lines = (line.split("#", 1)[0].strip() for line in source.read_text(encoding="utf-8").splitlines())
+    return [(source.parent / line) for line in lines if line]
+
+
+def task_key(manifest: Path, timeout_s: float, solver_s: float | None) -> str:
+    digest = hashlib.sha256(f"{AXIOM_TABLE_VERSION}\0{timeout_s}\0{solver_s}\0".encode())
+    try:
+        text = manifest.read_bytes()
+    except OSError:
+        return digest.hexdigest() + "-unreadable"
+    digest.update(text)
+    try:
+        task = tomllib.loads(text.decode())
+        named = [task.get("kernel", {}).get("source"), task.get("reference", {}).get("source")]
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+        named = []
+    for name in named:
+        path = manifest.parent / name if isinstance(name, str) else None
+        digest.update(path.read_bytes() if path is not None and path.is_file() else b"\0missing\0")
+    return digest.hexdigest()
+
+
+class State:
+    """The append-only results file. A torn last line (a killed run) is ignored."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.done: dict[str, Result] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    entry = json.loads(line)
+                    self.done[entry["key"]] = Result(**entry["result"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+
+    def record(self, key: str, manifest: Path, result: Result) -> None:
+        self.done[key] = result
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"key": key, "manifest": str(manifest), "result": result.to_json()}) + "\n")
+
+
+@dataclass
+class Outcome:
+    manifest: Path
+    result: Result
+    resumed: bool
+
+
+def run_batch(manifests: list[Path], state: State, workers: int | None = None, address: str | None = None,
+              timeout_s: float = 600.0, solver_s: float | None = None, show_progress: bool = True) -> list[Outcome]:
+    """Verify every manifest not already in `state`; results in the order of `manifests`."""
+    # Ray is imported only when a fleet is needed, so that plain `lark verify` starts fast.
+    from actors.cluster import ray_session
+    from actors.fleet import Fleet
+
+    keys = {m: task_key(m, timeout_s, solver_s) for m in manifests}
+    outcomes = {m: Outcome(m, state.done[keys[m]], True) for m in manifests if keys[m] in state.done}
+    todo = [m for m in manifests if m not in outcomes]
+    bar = tqdm(total=len(manifests), initial=len(outcomes), desc="lark batch", unit="task", file=sys.stderr,
+               disable=not show_progress)
+    verdicts = Counter(o.result.verdict for o in outcomes.values())
+    by_text = {str(m): m for m in todo}
+
+    def on_done(text: str, result: Result | None, failure: str | None) -> None:
+        manifest = by_text[text]
+        if result is None:
+            result = error(manifest.parent.name, f"not verified: {failure}", 0.0)
+        else:
+            state.record(keys[manifest], manifest, result)
+        outcomes[manifest] = Outcome(manifest, result, False)
+        verdicts[result.verdict] += 1
+        bar.set_postfix(verdicts, refresh=False)
+        bar.update()
+
+    if todo:
+        with ray_session(workers, address) as n:
+            fleet = Fleet(verifiers=n)
+            try:
+                fleet.run([str(m) for m in todo], timeout_s, solver_s, on_done)
+            except KeyboardInterrupt:
+                fleet.cancel()
+                raise
+    bar.close()
+    return [outcomes[m] for m in manifests]
+
+
+def batch_and_report(source: Path, workers: int | None, address: str | None, report: Path | None,
+                     junit: Path | None, state: Path | None, timeout_s: float, solver_s: float | None) -> list[Outcome]:
+    """`lark batch`: discover, run (resuming from the state file), write the reports."""
+    anchor = report or junit
+    state_path = state or (anchor.with_name(anchor.name + ".state.jsonl") if anchor else DEFAULT_STATE)
+    outcomes = run_batch(discover(source), State(state_path), workers, address, timeout_s, solver_s)
+    rows = [(o.manifest, o.result) for o in outcomes]
+    if report:
+        write_html(report, rows)
+    if junit:
+        write_junit(junit, rows)
+    return outcomes
+
+
+def verify_on_ray(manifest: Path, timeout_s: float, workers: int | None, address: str | None,
+                  certificate: Path | None = None, witness: Path | None = None) -> Result:
+    """`lark verify --workers N`: one verify actor, N checker actors (the same fleet as a batch)."""
+    from actors.cluster import ray_session
+    from actors.fleet import Fleet
+
+    found: list[Result] = []
+
+    def on_done(_text: str, result: Result | None, failure: str | None) -> None:
+        found.append(result or error(manifest.parent.name, f"not verified: {failure}", 0.0))
+
+    with ray_session(workers, address) as n:
+        Fleet(verifiers=1, checkers=n).run([str(manifest)], timeout_s, None, on_done,
+                                           certificate=certificate, witness=witness)
+    return found[0]
