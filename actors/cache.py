@@ -30,8 +30,8 @@ class CacheActor:
         self.store.put(key, entry)
 
 
-def start_cache(directory: str | None = None):
-    return CacheActor.options(resources=HEAD_NODE).remote(directory)
+def start_cache(name: str, directory: str | None = None):
+    return CacheActor.options(name=name, resources=HEAD_NODE).remote(directory)
 
 
 class ActorLemmaStore:

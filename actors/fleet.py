@@ -11,6 +11,7 @@ bug, not a transient error: reported at once, not retried.
 
 from __future__ import annotations
 
+import uuid
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
@@ -32,13 +33,17 @@ class Fleet:
     def __init__(self, verifiers: int, checkers: int | None = None, cache_dir: str | None = None,
                  pool: PoolConfig | None = None, depth: int = 2):
         self.depth = depth
-        self.cache = start_cache(cache_dir)
-        self.checkers = [CheckerActor.options(scheduling_strategy="SPREAD").remote(pool or PoolConfig())
-                         for _ in range(checkers or verifiers)]
+        # Named actors: a restarted verify actor finds them by name (actor handles as constructor arguments
+        # would live in the object store, and a restart fails if those are lost). The prefix keeps
+        # concurrent fleets on one cluster apart.
+        self.prefix = f"lark-{uuid.uuid4().hex[:12]}"
+        self.cache = start_cache(f"{self.prefix}-cache", cache_dir)
+        self.checkers = [CheckerActor.options(name=f"{self.prefix}-checker-{i}", scheduling_strategy="SPREAD")
+                         .remote(pool or PoolConfig()) for i in range(checkers or verifiers)]
         self.verifiers = [self._verifier() for _ in range(verifiers)]
 
     def _verifier(self):
-        return VerifyActor.options(scheduling_strategy="SPREAD").remote(self.checkers, self.cache)
+        return VerifyActor.options(scheduling_strategy="SPREAD").remote(self.prefix, len(self.checkers))
 
     def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done: OnDone,
             certificate: Path | None = None, witness: Path | None = None) -> None:

@@ -23,9 +23,10 @@ from orchestrator.result import Result
 
 @ray.remote(num_cpus=1, max_restarts=3, max_task_retries=2, concurrency_groups={"control": 1})
 class VerifyActor:
-    def __init__(self, checkers: list, cache):
-        self.checkers = checkers
-        self.cache = cache
+    def __init__(self, fleet: str, checkers: int):
+        """`fleet` is the name prefix of the fleet's cache and checker actors (see `actors.fleet`)."""
+        self.cache = ray.get_actor(f"{fleet}-cache")
+        self.checkers = [ray.get_actor(f"{fleet}-checker-{i}") for i in range(checkers)]
         self._current: str | None = None
         self._budget: Budget | None = None
 

@@ -19,10 +19,10 @@ import diskcache
 from lean_pool.canonical import canonical_text
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome
 from lean_pool.wire import answer_of, outcome_of
-from semantics.axioms import AXIOM_TABLE_VERSION
+from semantics import axioms
 
 
-def cache_key(text: str, backend: str, axiom_version: str = AXIOM_TABLE_VERSION) -> str:
+def cache_key(text: str, backend: str, axiom_version: str) -> str:
     digest = hashlib.sha256()
     for part in (axiom_version, backend, text):
         digest.update(part.encode())
@@ -55,6 +55,9 @@ class DiskLemmaStore:
     def put(self, key: str, entry: dict) -> None:
         self._cache.set(key, entry)
 
+    def __len__(self) -> int:
+        return len(self._cache)
+
 
 class CachingChecker:
     def __init__(self, inner: Checker, store: LemmaStore):
@@ -63,7 +66,7 @@ class CachingChecker:
         self.name = inner.name
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
-        key = cache_key(canonical_text(obligation), self.name)
+        key = cache_key(canonical_text(obligation), self.name, axioms.AXIOM_TABLE_VERSION)
         entry = self.store.get(key)
         if entry is not None:   # no solver time spent now: the stored seconds are not this run's
             return outcome_of({**entry, "seconds": 0.0}, entry["backend"], cached=True)
@@ -71,5 +74,5 @@ class CachingChecker:
         outcome.cached = False
         if outcome.status in (PROVED, REFUTED):
             self.store.put(key, {**answer_of(outcome), "backend": outcome.backend,
-                                 "axiom_table_version": AXIOM_TABLE_VERSION})
+                                 "axiom_table_version": axioms.AXIOM_TABLE_VERSION})
         return outcome

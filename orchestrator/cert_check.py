@@ -1,10 +1,10 @@
 """`lark check`: re-check a certificate, or replay a witness, independently of the run that wrote it.
 
 Trusted code, so kept short. A certificate is trusted for nothing but its hints (DESIGN §7):
-1. it reads as a certificate of this format version, made with the current axiom table, and each
-   certified obligation's text still hashes to its SHA-256;
-2. the task it names is the same task: kernel source, PTX, reference and graph hashes, launch, bindings
-   (`cert_identity.rederive` compiles and captures again);
+1. it reads as a certificate of this format version, and each certified obligation's text still hashes
+   to its SHA-256;
+2. it was made with the current axiom table, and the task it names is the same task: kernel source, PTX,
+   reference and graph hashes, launch, bindings (`cert_identity.rederive` compiles and captures again);
 3. the semantics, given only the certificate's hints (replay provers: a key with no hint proposes
    nothing), verifies the task again, with the same axioms and every hint accepted;
 4. the obligations it proved are exactly the certified ones (compared by SHA-256);
@@ -23,10 +23,8 @@ from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
 from orchestrator import cert_schema
 from orchestrator.cert_identity import Rejected, rederive, sha256
-from orchestrator.cert_terms import BadHint, hint_from_json, replay_provers
+from orchestrator.cert_terms import BadHint, hint_from_json, obligation_text, replay_provers
 from orchestrator.cert_witness import replay_witness
-from orchestrator.certificate import canonical
-from semantics.axioms import AXIOM_TABLE_VERSION
 from semantics.verdict import Report, verify
 
 SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}
@@ -42,20 +40,17 @@ def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S) -> 
     return Z3Checker().check(Obligation("re-proof", "", formula), timeout_s)
 
 
-def _read(cert: cert_schema.Certificate) -> None:
-    """Stage 1: versions, and the certified texts' own hashes."""
-    problems = []
-    if cert.axioms.table_version != AXIOM_TABLE_VERSION:
-        problems.append(f"axiom table version {cert.axioms.table_version} is not the current {AXIOM_TABLE_VERSION}")
-    problems += [f"obligation '{one_line(o.name)}': its smt2 text no longer hashes to its sha256 {o.sha256}"
-                 for o in cert.obligations if sha256(o.smt2) != o.sha256]
-    if problems:
-        raise Rejected(problems)
-
-
 def one_line(name: str) -> str:
     """An obligation name as one line (names embed z3's multi-line printing of hint terms)."""
     return " ".join(name.split())
+
+
+def _own_hashes(cert: cert_schema.Certificate) -> None:
+    """Stage 1 (the format version was checked on loading): each certified text hashes to its SHA-256."""
+    problems = [f"obligation '{one_line(o.name)}': its smt2 text no longer hashes to its sha256 {o.sha256}"
+                for o in cert.obligations if sha256(o.smt2) != o.sha256]
+    if problems:
+        raise Rejected(problems)
 
 
 def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obligation]:
@@ -69,7 +64,7 @@ def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obli
         problems.append(f"the axioms used no longer match: certified {cert.axioms.used}, re-derived "
                         f"{sorted(report.axioms)}")
     problems += [f"hint {key} is not used by the proof" for key in cert.hints if key not in report.hints]
-    derived = {canonical(ob)[1]: ob for ob, outcome in report.obligations if outcome.status == PROVED}
+    derived = {obligation_text(ob)[1]: ob for ob, outcome in report.obligations if outcome.status == PROVED}
     certified = {o.sha256: o for o in cert.obligations}
     problems += [f"certified obligation '{one_line(o.name)}' (sha256 {digest}) is not derived from the kernel "
                  f"and reference" for digest, o in certified.items() if digest not in derived]
@@ -82,7 +77,7 @@ def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obli
 
 def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequence[str]) -> str:
     """A one-line summary when the certificate holds; raises Rejected saying what no longer matches."""
-    _read(cert)
+    _own_hashes(cert)
     prepared = rederive(cert, path)
 
     def hint(key: str) -> object | None:
@@ -97,7 +92,7 @@ def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequen
     derived = _same_proof(cert, report)
     failures = []
     for ob in derived.values():
-        text = canonical(ob)[0]
+        text, _ = obligation_text(ob)
         for solver in solvers:
             outcome = prove_text(text, solver)
             if outcome.status != PROVED:

@@ -4,13 +4,22 @@ A task's identity is everything that fixes its meaning: the kernel source and th
 reference file and its exported graph, the launch, the argument list, and the bound buffers. `lark check`
 recomputes it from the manifest and compares field by field, so a mismatch names the field that changed.
 The comparison runs twice: first on what the manifest alone says (cheap, no compiler or torch), then on
-the full identity after the pipeline has compiled the kernel and captured the reference again.
+the full identity after the pipeline has compiled the kernel and captured the reference again. "Again"
+means afresh: the PTX and capture caches are untrusted (a capture is keyed by the reference's own text, so
+a changed import would go unseen), so the pipeline runs with a throwaway, empty $LARK_CACHE_DIR.
+
+The PTX is hashed without the folders of its `.file` debug directives (nvcc and Triton write the source's
+absolute path there), so that a task folder can move, or be checked on another machine, and keep its hash.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import re
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import z3
@@ -18,6 +27,7 @@ import z3
 from orchestrator import cert_schema
 from orchestrator.manifest import IntakeError, Task, load_task
 from orchestrator.pipeline import Prepared, prepare
+from semantics.axioms import AXIOM_TABLE_VERSION
 from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
 
@@ -27,6 +37,9 @@ HASH_LABELS = {
     "reference.sha256": "the reference source",
     "reference.graph_hash": "the reference's exported graph",
 }
+
+
+_FILE_FOLDER = re.compile(r'^(\s*\.file\s+\d+\s+")[^"\n]*/', re.MULTILINE)
 
 
 class Rejected(Exception):
@@ -39,6 +52,10 @@ class Rejected(Exception):
 
 def sha256(data: str | bytes) -> str:
     return hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
+
+
+def ptx_sha256(ptx: str) -> str:
+    return sha256(_FILE_FOLDER.sub(r"\1", ptx))
 
 
 def identity(task: Task, prepared: Prepared | None = None) -> dict:
@@ -54,7 +71,7 @@ def identity(task: Task, prepared: Prepared | None = None) -> dict:
     if prepared is None:
         return ident
     problem = prepared.problem
-    kernel["ptx_sha256"] = sha256(prepared.compiled.ptx)
+    kernel["ptx_sha256"] = ptx_sha256(prepared.compiled.ptx)
     reference["graph_hash"] = prepared.graph.graph_hash
     launch["block"] = list(problem.launch.block)
     ident["buffers"] = {name: {"dtype": b.dtype, "numel": b.numel, "role": b.role, "init": b.init}
@@ -82,13 +99,31 @@ def differences(recorded: dict, current: dict, everything: bool, path: str = "")
     return problems
 
 
+@contextmanager
+def _fresh_caches() -> Iterator[None]:
+    saved = os.environ.get("LARK_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="lark-check-") as empty:
+        os.environ["LARK_CACHE_DIR"] = empty
+        try:
+            yield
+        finally:
+            if saved is None:
+                del os.environ["LARK_CACHE_DIR"]
+            else:
+                os.environ["LARK_CACHE_DIR"] = saved
+
+
 def manifest_path(document: cert_schema.Certificate | cert_schema.Witness, document_path: Path) -> Path:
     """The manifest a document names: absolute, or relative to the document's own folder."""
     return Path(document_path).parent / document.manifest
 
 
 def rederive(document: cert_schema.Certificate | cert_schema.Witness, document_path: Path) -> Prepared:
-    """Run the pipeline again on the task the document names, after checking that it is the same task."""
+    """Run the pipeline again on the task the document names, after checking that it is the same task under
+    the same axiom table."""
+    if document.axioms.table_version != AXIOM_TABLE_VERSION:
+        raise Rejected([f"axiom table version {document.axioms.table_version} is not the current "
+                        f"{AXIOM_TABLE_VERSION}"])
     if sha256(document.kernel_source_text) != document.task.kernel.sha256:
         raise Rejected(["the kernel source text in the file does not match its own task.kernel.sha256"])
     recorded = document.task.model_dump()
@@ -98,7 +133,8 @@ def rederive(document: cert_schema.Certificate | cert_schema.Witness, document_p
         problems = differences(recorded, identity(task), everything=False)
         if problems:
             raise Rejected(problems)
-        prepared = prepare(path)
+        with _fresh_caches():
+            prepared = prepare(path)
     except (IntakeError, ReferenceCaptureError, Unsupported) as exc:
         raise Rejected([f"the task {path} no longer prepares: {exc}"]) from None
     problems = differences(recorded, identity(task, prepared), everything=True)

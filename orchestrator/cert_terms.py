@@ -17,10 +17,12 @@ printer look at those numbers, so keeping the order keeps the re-derived obligat
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 
 import z3
 
+from lean_pool.checker import Obligation
 from lean_pool.cvc5_checker import standard_smt2
 from orchestrator.cert_schema import Hint, Term
 from semantics.verdict import Provers
@@ -44,9 +46,11 @@ def free_declarations(term: z3.ExprRef) -> list[z3.FuncDeclRef]:
     return [found[name] for name in sorted(found)]
 
 
-def obligation_text(formula: z3.BoolRef) -> str:
-    declarations = [d.sexpr() for d in free_declarations(formula)]
-    return "\n".join([*declarations, f"(assert {formula.sexpr()})", "(check-sat)", ""])
+def obligation_text(ob: Obligation) -> tuple[str, str]:
+    """The obligation's certified text and its SHA-256."""
+    declarations = [d.sexpr() for d in free_declarations(ob.formula)]
+    text = "\n".join([*declarations, f"(assert {ob.formula.sexpr()})", "(check-sat)", ""])
+    return text, hashlib.sha256(text.encode()).hexdigest()
 
 
 def term_to_json(term: z3.ExprRef) -> Term:
@@ -80,12 +84,20 @@ def hint_from_json(key: str, hint: Hint) -> object:
 
 
 def replay_provers(lookup: Callable[[str], object | None]) -> Provers:
-    """Provers that propose `lookup(key)` for a key, or nothing when it gives None."""
-    def one(key: str, *_asked) -> object | None:
-        return lookup(key)
+    """Provers that propose `lookup(key)` for a key, or nothing when it gives None. A hint of the wrong
+    shape for its key (a term where writers are asked for, or the reverse) is a BadHint."""
+    def asking_for(shape: type) -> Callable:
+        def propose(key: str, *_asked) -> object | None:
+            hint = lookup(key)
+            if hint is not None and not isinstance(hint, shape):
+                raise BadHint(f"hint {key} is not the {'map of terms' if shape is dict else 'term'} its key asks for")
+            return hint
+        return propose
+
+    term, writers = asking_for(z3.ExprRef), asking_for(dict)
 
     def bounds(key: str, _loop) -> list:
-        hint = lookup(key)
+        hint = term(key)
         return [] if hint is None else [hint]
 
-    return Provers(inverse=one, bounds=bounds, reindex=one)
+    return Provers(inverse=writers, bounds=bounds, reindex=term)

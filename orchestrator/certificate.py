@@ -20,23 +20,22 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lean_pool.checker import PROVED, Obligation, Z3Checker
+from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from orchestrator import cert_schema
-from orchestrator.cert_identity import identity, sha256
+from orchestrator.cert_identity import identity
 from orchestrator.cert_terms import hints_to_json, obligation_text, replay_provers
 from orchestrator.pipeline import Prepared
 from semantics.axioms import AXIOM_TABLE_VERSION
 from semantics.verdict import Report, verify
 
 
-def canonical(ob: Obligation) -> tuple[str, str]:
-    """The obligation's canonical SMT-LIB text and its SHA-256."""
-    text = obligation_text(ob.formula)
-    return text, sha256(text)
-
-
 class NoCertificate(Exception):
     """The accepted hints alone do not verify the task again; the message says how it came out instead."""
+
+
+def _proved(ob: Obligation, outcome: Outcome) -> dict:
+    text, digest = obligation_text(ob)
+    return {"name": ob.name, "property": ob.prop, "sha256": digest, "smt2": text, "backend": outcome.backend}
 
 
 def _common(manifest: Path, document: Path, prepared: Prepared, report: Report) -> dict:
@@ -52,8 +51,7 @@ def certificate(manifest: Path, path: Path, prepared: Prepared, report: Report) 
     proof = verify(prepared.problem, Z3Checker(), replay_provers(report.hints.get))
     if proof.verdict != "verified":
         raise NoCertificate(f"replaying the accepted hints gives {proof.verdict}: {proof.reason}")
-    proved = [{"name": ob.name, "property": ob.prop, "smt2": text, "sha256": digest, "backend": outcome.backend}
-              for ob, outcome in proof.obligations if outcome.status == PROVED for text, digest in [canonical(ob)]]
+    proved = [_proved(ob, outcome) for ob, outcome in proof.obligations if outcome.status == PROVED]
     return cert_schema.Certificate.model_validate(
         {"schema": cert_schema.CERTIFICATE, **_common(manifest, path, prepared, proof),
          "properties": proof.properties, "obligations": proved})

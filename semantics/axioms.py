@@ -76,6 +76,30 @@ AXIOMS: dict[str, Axiom] = {
         Axiom("tanh.approx", "tanh.approx(x) = tanh(x)"),
         Axiom("sin.approx", "sin.approx(x) = sin(x)"),
         Axiom("cos.approx", "cos.approx(x) = cos(x)"),
+        # Library idioms (semantics/ptx/idioms.py): the whole sequence nvcc 13.0 (-O3, sm_90) inlines for a
+        # libm call equals the ideal function. Each names its template and the fingerprint of its text.
+        Axiom("nvcc.expf", "the nvcc 13.0 -O3 sm_90 expf sequence (template EXPF, 12 instructions, "
+                           "fingerprint 0c6fd1995949: fma.rn x*0f3BBB989D+0.5, cvt.sat, fma.rm *0f437C0000"
+                           "+0f4B400001, add 0fCB40007F, neg, fma.rn x*0f3FB8AA3B, fma.rn x*0f32A57060, 2^n by "
+                           "shl.b32 23 of the bits, ex2.approx.ftz, mul) computes exp(x); its final mul may be "
+                           "contracted with a following addition into fma.rn"),
+        Axiom("nvcc.tanhf", "the nvcc 13.0 -O3 sm_90 tanhf sequence (template TANHF, 17 instructions, "
+                            "fingerprint 1e8ada9e07a6: |x| >= 0f3F19999A: copysign(x, 1 - 2/(ex2(|x|*0f4038AA3B)"
+                            "+1)) saturated to 1 at 0f41102CB4, else an odd degree-9 polynomial) computes tanh(x)"),
+        Axiom("nvcc.logf", "the nvcc 13.0 -O3 sm_90 logf sequence (template LOGF, 28 instructions, "
+                           "fingerprint f1c135e4e1c6: subnormal scaling by 2^23, exponent/mantissa split on the "
+                           "bits, degree-9 polynomial, + e*0f3F317218; +inf for +inf, -inf for 0) computes log(x)"),
+        Axiom("nvcc.erff", "the nvcc 13.0 -O3 sm_90 erff sequence (template ERFF, 25 instructions, "
+                           "fingerprint 1c3e8f0cf155: two selp-selected polynomials split at |x| = 0f3F8060FE, "
+                           "the outer one through 1 - ex2.approx.ftz and copysign) computes erf(x)"),
+        Axiom("nvcc.exp", "the nvcc 13.0 -O3 sm_90 double exp sequence (template EXP_F64, 43 instructions, "
+                          "fingerprint 2882760d49c4: round x*log2(e) with 0d4338000000000000, two-part ln 2 "
+                          "reduction, degree-11 polynomial, exponent added to the high word; overflow/underflow "
+                          "paths for |x| >= 0f4086232B on the high word) computes exp(x)"),
+        Axiom("nvcc.tanh", "the nvcc 13.0 -O3 sm_90 double tanh sequence (template TANH_F64, 55 instructions, "
+                           "fingerprint 30bd6a5cd9fc: odd polynomial below |x| = 0d3FE4F92224DD2F1A, else "
+                           "copysign(x, 1 - 2/(exp(2|x|)+1)) with an ex2/expm1-polynomial exp and a Newton reciprocal, "
+                           "saturated to 1 above the high word 1077088193) computes tanh(x)"),
     )
 }
 

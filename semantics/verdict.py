@@ -120,6 +120,12 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, seconds=time.monotonic() - start)
 
     thread, launch = ctx.thread, problem.launch
+    diverged = barriers.warp_uniform(ctx.warp_uniform, thread, launch, problem.shared_symbols, checker,
+                                     per_obligation(), record)
+    if diverged:
+        reason = f"a warp-synchronous exchange may run in a partially converged warp ({diverged[0]})"
+        return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, sorted(ctx.axioms), log,
+                      time.monotonic() - start, hints)
     assumptions = z3.And(ctx.assumptions) if ctx.assumptions else z3.BoolVal(True)
     launch_ok = z3.And(thread.in_launch(launch), assumptions)
     accesses = ctx.accesses

@@ -51,8 +51,10 @@ PROOF_MODELS = {
     "leaky": _model("F.leaky_relu(x, 0.01)", "torch.randn(128)"),
     "views": _model("x.view(-1).reshape(4, 6, 5).unsqueeze(0).squeeze(0).flatten()", "torch.randn(24, 5)"),
     "sort": _model("torch.sort(x, dim=-1).values", "torch.randn(4, 4)"),
-    "matmul": _model("x @ x", "torch.randn(4, 4)"),
-    "sum": _model("x.sum(dim=1)", "torch.randn(4, 4)"),
+    "cumprod": _model("torch.cumprod(x, dim=1)", "torch.randn(4, 4)"),
+    "argmax": _model("x.argmax(dim=1)", "torch.randn(4, 4)"),
+    "max_indices": _model("torch.max(x, dim=1).indices", "torch.randn(4, 4)"),
+    "int_sum": _model("x.sum(dim=1)", "torch.randint(0, 5, (4, 4))"),
     "constant": _model("x + torch.tensor(2.0)", "torch.randn(4)"),
     "to_int": _model("x.to(torch.int32)", "torch.randn(4)"),
 }
@@ -185,12 +187,15 @@ def test_view_chain_folds_back_to_the_flat_index(graphs):
 
 
 @pytest.mark.parametrize("name, op", [
-    ("sort", "aten.sort.default"), ("matmul", "aten.mm.default"), ("sum", "aten.sum.dim_IntList"),
+    ("sort", "aten.sort.default"), ("cumprod", "aten.cumprod.default"), ("argmax", "aten.argmax.default"),
+    ("max_indices", "aten.max.dim: the indices result"), ("int_sum", "aten.sum.dim_IntList with result dtype int64"),
     ("constant", "tensor constant"), ("to_int", "conversion from float32 to int32"),
 ])
 def test_unsupported_names_the_op(graphs, name, op):
+    dtype = graphs[name].user_inputs[0].dtype
+    x = _real_fn("X") if dtype.startswith("float") else z3.Function("N", z3.BitVecSort(64), z3.BitVecSort(64))
     with pytest.raises(Unsupported, match=op.replace(".", r"\.")):
-        reference_outputs(graphs[name], RefEnv({"input:0": _real_fn("X")}, {}))
+        reference_outputs(graphs[name], RefEnv({"input:0": x}, {}))
 
 
 def test_env_must_match_dtypes(graphs):

@@ -33,14 +33,17 @@ def _signed(value: int, width: int) -> int:
     return value - (1 << width) if value >= 1 << (width - 1) else value
 
 
-def _constant_step(d: z3.BitVecRef, k: z3.BitVecRef) -> int | None:
+def _constant_step(d: z3.BitVecRef, k: z3.BitVecRef, confirm: bool = True) -> int | None:
     """The constant c with d(k+1) - d(k) = c for every k and every thread, if there is one. The simplifier
-    does not always fold it (it keeps bit concatenations), so guess it at one point and ask the solver."""
+    does not always fold it (it keeps bit concatenations), so guess it at one point and (with `confirm`)
+    ask the solver; without, the guess is returned as it is, for callers whose proposals are checked."""
     delta = z3.substitute(d, (k, k + 1)) - d
     consts = _free_constants(delta)
     guess = simplify(z3.substitute(delta, *[(c, z3.BitVecVal(0, c.size())) for c in consts]) if consts else delta)
     if not z3.is_bv_value(guess):
         return None
+    if not confirm:
+        return _signed(guess.as_long(), guess.size())
     solver = z3.Solver()
     solver.set("timeout", 2000)
     solver.add(delta != guess)

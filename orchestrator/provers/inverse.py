@@ -64,7 +64,7 @@ def linearize(term: z3.ExprRef) -> Linear | None:
         return linearize(args[0])
     if kind == z3.Z3_OP_EXTRACT:
         low = term.params()[1]
-        return _shift_right(linearize(args[0]), low)
+        return _shift_right(linearize(args[0]), low) or _high_part(term, args[0], low)
     if kind == z3.Z3_OP_CONCAT:  # hi·2^w(lo) + lo: exact, the way Triton's `or` of disjoint bits simplifies
         total: Linear = ({}, 0)
         shift = 0
@@ -84,8 +84,16 @@ def linearize(term: z3.ExprRef) -> Linear | None:
             return linearize(others[0]) if len(masks) == 1 and len(others) == 1 else None
         return None if None in forms else _add(forms[0], forms[1])
     if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
-        return _shift_right(linearize(args[0]), args[1].as_long())
+        return _shift_right(linearize(args[0]), args[1].as_long()) or _high_part(term, args[0], args[1].as_long())
     return None
+
+
+def _high_part(term: z3.ExprRef, inner: z3.ExprRef, bits: int) -> Linear | None:
+    """`v >> bits` of a plain variable v (a warp index tid.x / 32, say) as an atom of its own; `propose`
+    inverts it as v = atom · 2^bits, leaving the low bits zero."""
+    if bits == 0 or not z3.is_const(inner):
+        return None
+    return {f"{inner}>>{bits}": (term, 1)}, 0
 
 
 def _shift_right(form: Linear | None, bits: int) -> Linear | None:
@@ -104,13 +112,17 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
         return None
     atoms, const = form
     names = {str(v) for v in variables}
-    if any(name not in names or c <= 0 for name, (_, c) in atoms.items()):
+    if any(name.split(">>")[0] not in names or c <= 0 for name, (_, c) in atoms.items()):
         return None
     rest = e - const
     hint: dict[str, z3.ExprRef] = {}
     for name, (_, c) in sorted(atoms.items(), key=lambda item: -item[1][1]):
-        hint[name] = z3.UDiv(rest, c)
+        value = z3.UDiv(rest, c)
         rest = z3.URem(rest, c)
+        variable, _, bits = name.partition(">>")
+        if variable in hint:
+            return None
+        hint[variable] = value << int(bits) if bits else value
     by_name = {str(v): v for v in variables}
     result = {}
     for name, v in by_name.items():

@@ -50,7 +50,7 @@ def propose(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, targe
         idx_t = app.arg(0)
         if not _mentions(idx_t, target_var):
             continue
-        stride = _constant_step(idx_t, target_var)
+        stride = _constant_step(idx_t, target_var, confirm=False)  # index offsets may wrap; the checker decides
         if not stride or stride < 0:
             continue
         base = simplify(z3.substitute(idx_t, (target_var, z3.BitVecVal(0, 64))))

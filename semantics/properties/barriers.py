@@ -33,6 +33,24 @@ def _rename(cond: z3.BoolRef, thread: Thread, shared: set[str]) -> z3.BoolRef:
     return z3.substitute(cond, *pairs)
 
 
+def warp_uniform(conditions: list[tuple[str, z3.BoolRef]], thread: Thread, launch: Launch, shared: set[str],
+                 checker: Checker, timeout_s: float, record) -> list[str]:
+    """Side conditions of warp-synchronous exchanges: every lane of the warp is on the same path there.
+    Returns the description of each one not proved."""
+    failed = []
+    warp = z3.UDiv(thread.tid[0], 32) == z3.UDiv(OTHER.tid[0], 32)
+    for what, cond in conditions:
+        formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), warp, cond,
+                         z3.Not(_rename(cond, thread, shared)))
+        ob = Obligation(f"barrier_uniformity: every lane of the warp reaches the {what}", "barrier_uniformity",
+                        formula)
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        if outcome.status != PROVED:
+            failed.append(what)
+    return failed
+
+
 def check(paths: list[tuple[z3.BoolRef, tuple[int, ...]]], thread: Thread, launch: Launch, shared: set[str],
           checker: Checker, timeout_s: float, record) -> PropertyResult:
     result = PropertyResult()

@@ -4,13 +4,16 @@ Both sides of an equivalence obligation may contain comprehensions (`semantics.c
 solver treats them as uninterpreted, so before the final obligation the matcher proves pairs of them equal
 and replaces each proved pair by one fresh symbol. The theorems it relies on, over the reals:
 
-* Sum. The kernel's body may be a sum of c lanes, Σ_{j∈[lo,hi)} (t_1(j) + … + t_c(j)). If φ maps each
-  (lane i, j) into the reference's range [lo', hi') injectively, with t_i(j) = h(φ_i(j)), and
-  c·(hi - lo) = hi' - lo', then φ is a bijection onto [lo', hi') and the two sums are equal (finite sums
-  commute and associate).
+* Sum. The kernel side is one or several Sum comprehensions, each body possibly a sum of lanes
+  t_1(j) + … + t_c(j). If φ maps every (family, lane, j) into the reference's range [lo', hi') with
+  t(j) = h(φ(j)), every m in [lo', hi') is hit (ψ names the preimage), and the kernel has exactly
+  hi' - lo' terms, then φ is a bijection (a surjection between finite sets of equal size) and the two sums
+  are equal (finite sums of reals commute and associate).
 * Max/Min. max over a set depends only on the set: if every kernel element (each lane at each j, and the
-  initial value) equals some reference element, and every reference element equals some kernel element,
-  the two maxima are equal. Reindexings φ (kernel -> reference) and ψ (reference -> kernel) are hints.
+  initial values) equals some reference element, and every reference element equals some kernel element,
+  the two maxima are equal.
+
+The reindexings φ (kernel -> reference) and ψ (reference -> kernel) are hints.
 
 Every premise is an obligation (unsat proves it) under the hypothesis that the store happens; the hints
 (φ, ψ) come from an untrusted prover.
@@ -89,6 +92,33 @@ def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
     return z3.And(z3.ULE(family.lo, j), z3.ULT(j, family.hi))
 
 
+def _affine(term: z3.BitVecRef, var: z3.BitVecRef) -> tuple[z3.BitVecRef, int] | None:
+    """(term at var = 0, stride) when term moves by a constant per step of var (guessed at one point; the
+    caller proves the form)."""
+    at0 = z3.simplify(z3.substitute(term, (var, z3.BitVecVal(0, 64))), elim_sign_ext=False)
+    at1 = z3.simplify(z3.substitute(term, (var, z3.BitVecVal(1, 64))), elim_sign_ext=False)
+    consts = [c for c in _free(at1 - at0)]
+    step = z3.simplify(z3.substitute(at1 - at0, *[(c, z3.BitVecVal(0, c.size())) for c in consts])) if consts \
+        else z3.simplify(at1 - at0)
+    if not z3.is_bv_value(step):
+        return None
+    value = step.as_long()
+    return at0, value - (1 << 64) if value >= 1 << 63 else value
+
+
+def _free(term: z3.ExprRef) -> list[z3.ExprRef]:
+    found, todo, seen = {}, [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
+            found[str(t)] = t
+        todo.extend(t.children())
+    return list(found.values())
+
+
 def _size128(family: Family) -> z3.BitVecRef:
     return z3.ZeroExt(64, family.hi) - z3.ZeroExt(64, family.lo)
 
@@ -113,18 +143,22 @@ class Matcher:
         self.record(ob, outcome)
         return outcome.status == PROVED
 
+    def _symbol(self) -> z3.ArithRef:
+        symbol = z3.Real(f"reduction!{self.key}.{self.count}")
+        self.count += 1
+        return symbol
+
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-        """Replace proved-equal comprehension pairs by shared symbols, innermost first."""
+        """Replace proved-equal comprehensions by shared symbols: first a kernel value that is a sum of
+        several Sum comprehensions (a reduction split over lanes or loops), then pairs, innermost first."""
+        kernel, reference = self._rewrite_union(kernel, reference)
         progress = True
         while progress:
             progress = False
             for ck in innermost(kernel):
                 for cr in innermost(reference):
-                    if ck.decl() != cr.decl():
-                        continue
-                    if self._equal(ck, cr):
-                        symbol = z3.Real(f"reduction!{self.key}.{self.count}")
-                        self.count += 1
+                    if ck.decl() == cr.decl() and self._equal([ck], cr):
+                        symbol = self._symbol()
                         kernel = z3.substitute(kernel, (ck, symbol))
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
@@ -133,76 +167,123 @@ class Matcher:
                     break
         return kernel, reference
 
-    def _equal(self, ck: z3.ExprRef, cr: z3.ExprRef) -> bool:
+    def _rewrite_union(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        summands = _terms(kernel)
+        parts = [t for t in summands if z3.is_app(t) and t.decl() == SUM]
+        if len(parts) < 2:
+            return kernel, reference
+        for cr in innermost(reference):
+            if cr.decl() == SUM and self._equal(parts, cr):
+                symbol = self._symbol()
+                rest = [t for t in summands if not (z3.is_app(t) and t.decl() == SUM)]
+                return z3.Sum(*rest, symbol) if rest else symbol, z3.substitute(reference, (cr, symbol))
+        return kernel, reference
+
+    def _equal(self, kernel_terms: list[z3.ExprRef], cr: z3.ExprRef) -> bool:
         ref = open_family(cr, "m!", split=False)
         for split in (True, False):
-            ker = open_family(ck, "j!", split)
+            families = [open_family(ck, f"j{n}!", split) for n, ck in enumerate(kernel_terms)]
             key = f"{self.key}:reduction{self.count}:{'lanes' if split else 'whole'}"
-            phis = [self.reindex(f"{key}:phi{i}", lane, ker.var, ref.lanes[0], ref.var) for i, lane in
-                    enumerate(ker.lanes)]
-            if None in phis:
-                continue
-            ok = self._sum_equal(ker, ref, phis) if ker.kind == "sum" else self._extremum_equal(ker, ref, phis, key)
-            if ok:
-                self.accepted.update({f"{key}:phi{i}": phi for i, phi in enumerate(phis)})
+            if self._union_equal(families, ref, key):
                 return True
         return False
 
-    def _maps_into(self, ker: Family, ref: Family, phis: list) -> bool:
-        """Every lane at every j lands in the reference's range on an equal element."""
+    def _union_equal(self, families: list[Family], ref: Family, key: str) -> bool:
+        """The kernel families' elements and the reference's are the same (as a set for max and min; as a
+        multiset for sums: a surjective map between equal-sized finite sets is a bijection)."""
         h = ref.lanes[0]
-        for i, (lane, phi) in enumerate(zip(ker.lanes, phis, strict=True)):
-            image = z3.substitute(h, (ref.var, phi))
-            if not self._proved(f"lane {i} of a kernel reduction equals the reference's element",
-                                z3.And(_in(ker, ker.var), lane != image)):
+        lanes = [(f, i, lane) for f in families for i, lane in enumerate(f.lanes)]
+        phis = [self.reindex(f"{key}:phi{n}", lane, f.var, h, ref.var) for n, (f, _, lane) in enumerate(lanes)]
+        psis = [self.reindex(f"{key}:psi{n}", h, ref.var, lane, f.var) for n, (f, _, lane) in enumerate(lanes)]
+        if None in phis:
+            return False
+        for n, ((f, _, lane), phi) in enumerate(zip(lanes, phis, strict=True)):
+            if not self._proved(f"term {n} of a kernel reduction equals the reference's element",
+                                z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, phi)))):
                 return False
-            if not self._proved(f"lane {i} of a kernel reduction stays in the reference's range",
-                                z3.And(_in(ker, ker.var), z3.Not(_in(ref, phi)))):
+            if not self._proved(f"term {n} of a kernel reduction stays in the reference's range",
+                                z3.And(_in(f, f.var), z3.Not(_in(ref, phi)))):
+                return False
+        if not self._strided_cover(lanes, phis, ref) and not self._covered(lanes, psis, families, ref):
+            return False
+        if ref.kind == "sum":
+            size = sum((_size128(f) for f, _, _ in lanes), z3.BitVecVal(0, 128))
+            ordered = [z3.ULE(f.lo, f.hi) for f in families] + [z3.ULE(ref.lo, ref.hi)]
+            if not self._proved("a kernel reduction has as many terms as the reference's",
+                                z3.Not(z3.And(*ordered, size == _size128(ref)))):
+                return False
+        elif not self._inits_match(families, ref, key):
+            return False
+        self.accepted.update({f"{key}:phi{n}": phi for n, phi in enumerate(phis)})
+        self.accepted.update({f"{key}:psi{n}": psi for n, psi in enumerate(psis) if psi is not None})
+        return True
+
+    def _covered(self, lanes: list, psis: list, families: list[Family], ref: Family) -> bool:
+        """Surjectivity in one obligation: each reference element is hit by some kernel term's preimage."""
+        h = ref.lanes[0]
+        hit = [z3.And(_in(f, psi), z3.substitute(lane, (f.var, psi)) == h)
+               for (f, _, lane), psi in zip(lanes, psis, strict=True) if psi is not None]
+        hit += [h == f.init for f in families if f.init is not None]
+        return self._proved("every element of the reference's reduction is a kernel element",
+                            z3.And(_in(ref, ref.var), z3.Not(z3.Or(hit) if hit else z3.BoolVal(False))))
+
+    def _strided_cover(self, lanes: list, phis: list, ref: Family) -> bool:
+        """Surjectivity for terms that each cover one residue class: φ_n(j) = c_n + S·j with one stride S and
+        constant offsets c_n (each form proved). If the c_n mod S are S distinct residues, a reference
+        index m belongs to exactly one class, and it is hit when (m - c_n)/S lies in that term's domain
+        (one small obligation per term). This avoids one obligation with a disjunction per term."""
+        forms = [_affine(phi, f.var) for (f, _, _), phi in zip(lanes, phis, strict=True)]
+        strides = {form[1] for form in forms if form is not None}
+        if None in forms or len(strides) != 1:
+            return False
+        (stride,) = strides
+        offsets = [self._constant_under_hypothesis(form[0]) for form in forms]
+        if stride <= 0 or None in offsets or sorted(c % stride for c in offsets) != list(range(stride)):
+            return False
+        for n, ((f, _, _), phi, c) in enumerate(zip(lanes, phis, offsets, strict=True)):
+            if not self._proved(f"term {n} of a kernel reduction is {c} + {stride}·j",
+                                z3.And(_in(f, f.var), phi != c + stride * f.var)):
+                return False
+            m = ref.var
+            j = z3.UDiv(m - c, stride)
+            if not self._proved(f"term {n} of a kernel reduction covers its residue class of the reference",
+                                z3.And(_in(ref, m), z3.UGE(m, c), z3.URem(m - c, stride) == 0, z3.Not(_in(f, j)))):
+                return False
+            small = z3.And(_in(ref, m), z3.ULT(m, c), z3.URem(m, stride) == c % stride)
+            if not self._proved(f"no element of the reference precedes term {n}'s class", small):
                 return False
         return True
 
-    def _sum_equal(self, ker: Family, ref: Family, phis: list) -> bool:
-        if not self._maps_into(ker, ref, phis):
-            return False
-        j2 = z3.BitVec("j2!", 64)
-        clashes = []
-        for a, phi_a in enumerate(phis):
-            for b, phi_b in enumerate(phis):
-                other = z3.substitute(phi_b, (ker.var, j2))
-                distinct = z3.BoolVal(True) if a != b else ker.var != j2
-                clashes.append(z3.And(_in(ker, ker.var), _in(ker, j2), distinct, phi_a == other))
-        if not self._proved("a kernel reduction's reindexing is injective", z3.Or(clashes)):
-            return False
-        lanes = z3.BitVecVal(len(ker.lanes), 128)
-        same_size = z3.And(z3.ULE(ker.lo, ker.hi), z3.ULE(ref.lo, ref.hi), lanes * _size128(ker) == _size128(ref))
-        return self._proved("a kernel reduction has as many terms as the reference's", z3.Not(same_size))
+    def _constant_under_hypothesis(self, term: z3.BitVecRef) -> int | None:
+        """The value `term` must take under the hypothesis, if the solver finds one (proved by the caller)."""
+        solver = z3.Solver()
+        solver.set("timeout", 5000)
+        solver.add(self.hyp)
+        if solver.check() != z3.sat:
+            return None
+        value = solver.model().eval(term, model_completion=True)
+        return value.as_long() if z3.is_bv_value(value) else None
 
-    def _extremum_equal(self, ker: Family, ref: Family, phis: list, key: str) -> bool:
-        if not self._maps_into(ker, ref, phis):
-            return False
+    def _inits_match(self, families: list[Family], ref: Family, key: str) -> bool:
+        """max/min: each side's initial values are elements of the other side."""
         h = ref.lanes[0]
-        ref_elements = [ref.init] if ref.init is not None else []
-        # the kernel's initial value is some reference element (the reference's own initial value, or h(m))
-        if ker.init is not None:
-            m0 = self.reindex(f"{key}:init", ker.init, None, h, ref.var)
-            choices = [ker.init == e for e in ref_elements]
+        for n, f in enumerate(families):
+            if f.init is None:
+                continue
+            m0 = self.reindex(f"{key}:init{n}", f.init, None, h, ref.var)
+            choices = [f.init == ref.init] if ref.init is not None else []
             if m0 is not None:
-                choices.append(z3.And(_in(ref, m0), ker.init == z3.substitute(h, (ref.var, m0))))
-            if not self._proved("a kernel reduction's initial value is a reference element", z3.Not(z3.Or(choices))):
+                choices.append(z3.And(_in(ref, m0), f.init == z3.substitute(h, (ref.var, m0))))
+            if not self._proved("a kernel reduction's initial value is a reference element",
+                                z3.Not(z3.Or(choices) if choices else z3.BoolVal(False))):
                 return False
-        # every reference element is some kernel element
-        kernel_elements = [ker.init] if ker.init is not None else []
-        psis = [self.reindex(f"{key}:psi{i}", h, ref.var, lane, ker.var) for i, lane in enumerate(ker.lanes)]
-        covered = [z3.And(_in(ker, psi), z3.substitute(lane, (ker.var, psi)) == h)
-                   for lane, psi in zip(ker.lanes, psis, strict=True) if psi is not None]
-        covered += [h == e for e in kernel_elements]
-        if not self._proved("every element of the reference's reduction is a kernel element",
-                            z3.And(_in(ref, ref.var), z3.Not(z3.Or(covered) if covered else z3.BoolVal(False)))):
-            return False
         if ref.init is None:
             return True
-        j0 = self.reindex(f"{key}:refinit", ref.init, None, ker.lanes[0], ker.var)
-        choices = [ref.init == e for e in kernel_elements]
-        if j0 is not None:
-            choices.append(z3.And(_in(ker, j0), ref.init == z3.substitute(ker.lanes[0], (ker.var, j0))))
-        return self._proved("the reference's initial value is a kernel element", z3.Not(z3.Or(choices)))
+        choices = [ref.init == f.init for f in families if f.init is not None]
+        for n, f in enumerate(families):
+            for i, lane in enumerate(f.lanes):
+                j0 = self.reindex(f"{key}:refinit{n}.{i}", ref.init, None, lane, f.var)
+                if j0 is not None:
+                    choices.append(z3.And(_in(f, j0), ref.init == z3.substitute(lane, (f.var, j0))))
+        return self._proved("the reference's initial value is a kernel element",
+                            z3.Not(z3.Or(choices) if choices else z3.BoolVal(False)))

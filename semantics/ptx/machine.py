@@ -67,8 +67,7 @@ def special_registers(thread: Thread, launch: Launch) -> dict[str, z3.BitVecRef]
         regs[f"%ntid.{axis}"] = z3.BitVecVal(launch.block[i], 32)
         regs[f"%nctaid.{axis}"] = z3.BitVecVal(launch.grid[i], 32)
     linear_tid = thread.tid[0] + thread.tid[1] * launch.block[0] + thread.tid[2] * launch.block[0] * launch.block[1]
-    regs["%laneid"] = z3.URem(linear_tid, 32)
-    regs["%warpid"] = z3.UDiv(linear_tid, 32)
+    regs["%laneid"] = z3.URem(linear_tid, 32)  # (%warpid is a hardware slot that may change: not modelled)
     return regs
 
 

@@ -68,6 +68,9 @@ class KernelContext:
     assumptions: list[z3.BoolRef] = field(default_factory=list)
     barrier_paths: list[tuple[z3.BoolRef, tuple[int, ...]]] = field(default_factory=list)  # (path, barrier lines)
     opaque: dict[str, str] = field(default_factory=dict)  # opaque value name -> why its value is not modelled
+    # What the model assumed and the checker must prove, as (description, path condition of the thread):
+    # every lane of the thread's warp follows the same path there (warp-synchronous exchanges need it).
+    warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
 
 
 @dataclass

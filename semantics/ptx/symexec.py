@@ -17,6 +17,7 @@ import z3
 from semantics.errors import Unsupported
 from semantics.ptx.accumulators import at_iteration, classify
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
+from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
 from semantics.ptx.machine import Pointer, simplify
 from semantics.ptx.memory import MEMORY
@@ -152,7 +153,8 @@ class Executor:
                 return [(pc + 1, cont)]
             self._finish(st)
             return []
-        handler = ALU.get(ins.opcode) or MEMORY.get(ins.opcode) or SYNC.get(ins.opcode)
+        handler = (ALU.get(ins.opcode) or MEMORY.get(ins.opcode) or SYNC.get(ins.opcode)
+                   or IDIOM_HANDLERS.get(ins.opcode))
         if handler is None:
             raise Unsupported(f"instruction `{ins.opcode}{''.join(ins.mods)}`", where)
         st.guard_pred = self._pred(st, ins) if ins.pred is not None else None
@@ -500,4 +502,5 @@ def _advance(start, step, k: z3.BitVecRef):
 
 def execute(kernel: Kernel, ctx: KernelContext, exit_oracle=None) -> Effects:
     """All accesses one symbolic thread of `kernel` may perform, or Unsupported naming what is not modelled."""
+    kernel, _ = rewrite_idioms(kernel)  # nvcc libm sequences -> lark.ideal (axioms nvcc.*, semantics/ptx/idioms.py)
     return Executor(kernel, ctx, exit_oracle).run()

@@ -8,6 +8,8 @@ depend on them are reported unknown, never guessed.
 
 from __future__ import annotations
 
+import re
+
 import z3
 
 from semantics.errors import Unsupported
@@ -48,10 +50,79 @@ def _warp_value(state: ThreadState, ins: Instr, what: str) -> None:
         state.write(extra, state.opaque(z3.BoolVal(True), why))
 
 
+SHUFFLE_MODES = {".up", ".down", ".bfly", ".idx"}
+
+
 def shfl(state: ThreadState, ins: Instr) -> None:
+    """shfl.sync.mode.b32 d[|p], a, b, c, membermask: d = a of lane j (PTX ISA, shfl.sync).
+
+    Along one path every register is a function of the thread's coordinates, so lane j's `a` is this
+    thread's `a` with tid.x replaced by the id of lane j — provided lane j is on the same path, which is
+    recorded as a warp-uniformity side condition for the checker. Partial masks, segmented widths,
+    multi-dimensional blocks and values that are not such functions (opaque values, loop-iteration
+    dependent ones) are not modelled: the result is opaque."""
     if ".sync" not in ins.mods:
         raise Unsupported("shfl without .sync", f"line {ins.line}")
-    _warp_value(state, ins, "shfl.sync")
+    modes = [m for m in ins.mods if m in SHUFFLE_MODES]
+    dst, a_op, b_op, c_op, mask_op = ins.operands
+    exchanged = _lane_value(state, ins, modes, a_op, b_op, c_op, mask_op)
+    if exchanged is None:
+        _warp_value(state, ins, "shfl.sync")
+        return
+    value, valid = exchanged
+    targets = dst.elems if isinstance(dst, Vec) else [dst]
+    state.write(targets[0], value)
+    if len(targets) > 1:
+        state.write(targets[1], valid)
+
+
+def _constant(state: ThreadState, op, bits: int = 32) -> int | None:
+    value = z3.simplify(state.read(op, TYPES[f".b{bits}"]))
+    return value.as_long() if z3.is_bv_value(value) else None
+
+
+def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, mask_op):
+    launch = state.ctx.launch
+    c, mask = _constant(state, c_op), _constant(state, mask_op)
+    if len(modes) != 1 or launch.block[1:] != (1, 1) or launch.block[0] % 32 or mask != 0xFFFFFFFF or c is None \
+            or (c >> 8) & 0x1F:
+        return None
+    a = state.read_data(a_op, TYPES[".b32"])
+    if not isinstance(a, z3.ExprRef) or state.in_body or any(_thread_private(x) for x in _constants(a)):
+        return None
+    tid = state.ctx.thread.tid[0]
+    lane = tid & 31
+    b = state.read(b_op, TYPES[".u32"]) & 31
+    clamp = z3.BitVecVal(c & 0x1F, 32)
+    j, valid = {
+        ".down": lambda: (lane + b, z3.ULE(lane + b, clamp)),
+        ".up": lambda: (lane - b, (lane - b) >= clamp),
+        ".bfly": lambda: (lane ^ b, z3.ULE(lane ^ b, clamp)),
+        ".idx": lambda: (b, z3.ULE(b, clamp)),
+    }[modes[0]]()
+    source = z3.If(valid, j, lane)
+    state.ctx.warp_uniform.append((f"shfl.sync at line {ins.line}", state.condition()))
+    return z3.substitute(a, (tid, tid - lane + source)), valid
+
+
+def _thread_private(const: z3.ExprRef) -> bool:
+    """Symbols whose value differs between lanes in ways tid does not capture: opaque and fresh values,
+    loop iterations, reachability placeholders."""
+    name = str(const)
+    return "!" in name or name.startswith("reach.") or re.match(r"k\d+\.", name) is not None
+
+
+def _constants(term: z3.ExprRef) -> list[z3.ExprRef]:
+    found, todo, seen = [], [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+            found.append(t)
+        todo.extend(t.children())
+    return found
 
 
 def vote(state: ThreadState, ins: Instr) -> None:

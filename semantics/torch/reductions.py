@@ -105,10 +105,11 @@ class Along:
     keepdim: bool
 
     @staticmethod
-    def of(what: str, shape: Sequence[int], dim: Any, keepdim: bool) -> Along:
-        """`dim` as ATen gives it: an int, a list, or None / [] for all dims."""
+    def of(what: str, shape: Sequence[int], dim: Any, keepdim: bool, empty_is_all: bool = True) -> Along:
+        """`dim` as ATen gives it: an int, a list, or None for all dims; [] is all dims too, except in
+        any.dims / all.dims (empty_is_all=False), where it reduces none."""
         rank = len(shape)
-        if dim is None or dim == []:
+        if dim is None or (dim == [] and empty_is_all):
             dims = list(range(rank))
         else:
             dims = [dim] if isinstance(dim, int) else list(dim)
@@ -261,7 +262,8 @@ def _any_all(which: str) -> Callable[[Call], Lazy]:
             raise Unsupported(f"{c.target} with result dtype {c.dtype}")
         t = c.tensor("self")
         b = t if t.dtype == "bool" else lazy.elementwise(lambda v: v, [t], t.shape, "bool")
-        along = Along.of(c.target, b.shape, c.args.get("dim"), c.args.get("keepdim", False))
+        along = Along.of(c.target, b.shape, c.args.get("dim"), c.args.get("keepdim", False),
+                         empty_is_all=not c.target.endswith(".dims"))
         one, zero = z3.RealVal(1), z3.RealVal(0)
 
         def at(idx: Index) -> z3.ExprRef:
@@ -357,7 +359,7 @@ def _cumsum(c: Call) -> Lazy:
     j = _bound(c, f"r{dim}")
 
     def at(idx: Index) -> z3.ExprRef:
-        return sum_over(0, idx[dim] + bv(1), j, x.at(idx[:dim] + (j,) + idx[dim + 1:]))
+        return sum_over(0, idx[dim] + bv(2), j, x.at(idx[:dim] + (j,) + idx[dim + 1:]))
     return Lazy.of(x.shape, c.dtype, at)
 
 

@@ -1,0 +1,943 @@
+"""Library idioms: the instruction sequences nvcc emits for accurate libm calls, replaced by ideal functions.
+
+`expf`, `tanhf`, `logf`, `erff`, `exp` and `tanh` compile (nvcc -O3) to range reductions, polynomials and
+bit manipulation of float registers. Under exact real arithmetic those sequences do not compute the
+function they implement (and the bit tricks are outside the model), so DESIGN §3 states, as named axioms,
+that each whole sequence equals its ideal function. This module recognises the sequences and replaces each
+by one pseudo-instruction `lark.ideal.<fn>.<type> d, x` whose meaning is `d = fn(x)` (`ideal_call`).
+
+Idioms are data: each is the PTX text nvcc 13.0 emits for `y = f(x)` (`%x` the argument, `%y` the result at
+the end of the text). Recognition is by value, not by text:
+
+* A small abstract interpreter (`_TermBuilder`) gives every register, at every program point, a *term*: a
+  hash-consed expression over the instruction's full opcode (every modifier included) and the terms of
+  its operands. `mov` of a register or an immediate is transparent (a register copy or a constant, bit for
+  bit), so register names, constants held in registers or written inline, constants shared between calls
+  and interleaving with unrelated instructions do not matter. A predicated write is `phi(p, new, old)`;
+  at a label where forward paths meet, a register that differs is `phi` over the branch conditions that
+  separate the paths (gated SSA); anything else (a loop header, paths of unrelated origin) is an opaque
+  term that matches nothing. Only pure instructions (a deterministic function of their operands) build
+  terms; loads, atomics, shuffles, carries get fresh opaque terms.
+* The template text is run through the same interpreter; the idiom matches where a kernel term equals the
+  template's result term with `%x` bound to one kernel term: same opcodes and modifiers, same constants
+  bit for bit, same dataflow and control flow. The operands of add, mul and fma may be swapped (IEEE
+  addition and multiplication commute exactly). The final product of `expf` may be contracted into the
+  next addition (`fma.rn(e, s, c)` instead of `mul(e, s)`); it then becomes `lark.ideal` into a fresh
+  register followed by `add d, tmp, c`.
+
+Rewriting is semantics-preserving given the axiom: the pseudo-instruction is inserted where the matched
+value is computed (replacing the final instruction, or right after the label where the idiom's paths
+meet), so it rewrites the register with the value it already holds. Afterwards the idiom's instructions
+are deleted where their results are dead (liveness over the control-flow graph; only pure instructions
+that took part in a match are ever deleted) and branches to the very next instruction are dropped. An
+intermediate that is still live elsewhere simply stays. Anything that differs from a template in any way
+is left alone and is reported `unknown` by the executor as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from semantics.axioms import ideal
+from semantics.errors import Unsupported
+from semantics.ptx.ast import FloatImm, Instr, IntImm, Kernel, Label, Reg, Sym, Vec
+from semantics.ptx.types import TYPES
+
+if TYPE_CHECKING:
+    from semantics.ptx.state import ThreadState
+
+PSEUDO = "lark.ideal"
+
+
+# ---------------------------------------------------------------------------------------------- idioms
+
+
+@dataclass(frozen=True)
+class Idiom:
+    """One library sequence: `ptx` computes `%y = fn(%x)` on `type` values, by the axiom named `axiom`.
+
+    `fusable`: the template ends in a multiplication nvcc may contract with a following addition."""
+
+    name: str
+    fn: str
+    type: str
+    axiom: str
+    ptx: str
+    fusable: bool = False
+
+    @property
+    def text(self) -> str:
+        """The template, one instruction a line, stripped: what the fingerprint covers."""
+        return "\n".join(line.strip() for line in self.ptx.strip().splitlines() if line.strip())
+
+    @property
+    def fingerprint(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()[:12]
+
+    @property
+    def instructions(self) -> int:
+        return sum(1 for line in self.text.splitlines() if line.endswith(";") and line not in ("{", "}"))
+
+
+EXPF = Idiom("expf", "exp", ".f32", "nvcc.expf", fusable=True, ptx="""
+    fma.rn.f32 %t2, %x, 0f3BBB989D, 0f3F000000;
+    cvt.sat.f32.f32 %t3, %t2;
+    fma.rm.f32 %t6, %t3, 0f437C0000, 0f4B400001;
+    add.f32 %t7, %t6, 0fCB40007F;
+    neg.f32 %t8, %t7;
+    fma.rn.f32 %t10, %x, 0f3FB8AA3B, %t8;
+    fma.rn.f32 %t12, %x, 0f32A57060, %t10;
+    mov.b32 %t13, %t6;
+    shl.b32 %t14, %t13, 23;
+    mov.b32 %t15, %t14;
+    ex2.approx.ftz.f32 %t16, %t12;
+    mul.f32 %y, %t16, %t15;
+""")
+
+TANHF = Idiom("tanhf", "tanh", ".f32", "nvcc.tanhf", ptx="""
+    abs.f32 %t0, %x;
+    mul.f32 %t1, %t0, 0f4038AA3B;
+    ex2.approx.ftz.f32 %t2, %t1;
+    add.f32 %t3, %t2, 0f3F800000;
+    rcp.approx.ftz.f32 %t5, %t3;
+    fma.rn.f32 %t7, %t5, 0fC0000000, 0f3F800000;
+    setp.ge.f32 %t8, %t0, 0f41102CB4;
+    selp.f32 %t9, 0f3F800000, %t7, %t8;
+    copysign.f32 %t10, %x, %t9;
+    mul.f32 %t11, %x, %x;
+    fma.rn.f32 %t14, 0f3C80F082, %t11, 0fBD563CAE;
+    fma.rn.f32 %t16, %t14, %t11, 0f3E085941;
+    fma.rn.f32 %t18, %t16, %t11, 0fBEAAA9ED;
+    fma.rn.f32 %t20, %t18, %t11, 0f00000000;
+    fma.rn.f32 %t21, %t20, %x, %x;
+    setp.ge.f32 %t22, %t0, 0f3F19999A;
+    selp.f32 %y, %t10, %t21, %t22;
+""")
+
+LOGF = Idiom("logf", "log", ".f32", "nvcc.logf", ptx="""
+    setp.lt.f32 %t0, %x, 0f00800000;
+    mul.f32 %t1, %x, 0f4B000000;
+    selp.f32 %t2, %t1, %x, %t0;
+    selp.f32 %t3, 0fC1B80000, 0f00000000, %t0;
+    mov.b32 %t4, %t2;
+    add.s32 %t5, %t4, -1059760811;
+    and.b32 %t6, %t5, -8388608;
+    sub.s32 %t7, %t4, %t6;
+    mov.b32 %t8, %t7;
+    cvt.rn.f32.s32 %t9, %t6;
+    fma.rn.f32 %t11, %t9, 0f34000000, %t3;
+    add.f32 %t12, %t8, 0fBF800000;
+    fma.rn.f32 %t15, 0fBE055027, %t12, 0f3E1039F6;
+    fma.rn.f32 %t17, %t15, %t12, 0fBDF8CDCC;
+    fma.rn.f32 %t19, %t17, %t12, 0f3E0F2955;
+    fma.rn.f32 %t21, %t19, %t12, 0fBE2AD8B9;
+    fma.rn.f32 %t23, %t21, %t12, 0f3E4CED0B;
+    fma.rn.f32 %t25, %t23, %t12, 0fBE7FFF22;
+    fma.rn.f32 %t27, %t25, %t12, 0f3EAAAA78;
+    fma.rn.f32 %t29, %t27, %t12, 0fBF000000;
+    mul.f32 %t30, %t12, %t29;
+    fma.rn.f32 %t31, %t30, %t12, %t12;
+    fma.rn.f32 %t33, %t11, 0f3F317218, %t31;
+    setp.lt.u32 %t34, %t4, 2139095040;
+    @%t34 bra $I0;
+    fma.rn.f32 %t33, %t2, 0f7F800000, 0f7F800000;
+$I0:
+    setp.eq.f32 %t36, %t2, 0f00000000;
+    selp.f32 %y, 0fFF800000, %t33, %t36;
+""")
+
+ERFF = Idiom("erff", "erf", ".f32", "nvcc.erff", ptx="""
+    abs.f32 %t0, %x;
+    setp.ltu.f32 %t1, %t0, 0f3F8060FE;
+    setp.ge.f32 %t2, %t0, 0f3F8060FE;
+    mul.f32 %t3, %x, %x;
+    selp.f32 %t4, %t0, %t3, %t2;
+    selp.f32 %t5, 0f38EB4C3A, 0f38B1E96A, %t2;
+    selp.f32 %t6, 0fBAAE005B, 0fBA574D20, %t2;
+    fma.rn.f32 %t7, %t5, %t4, %t6;
+    selp.f32 %t8, 0f3C09919F, 0f3BAAD5EA, %t2;
+    fma.rn.f32 %t9, %t7, %t4, %t8;
+    selp.f32 %t10, 0fBD24D99A, 0fBCDC1BE7, %t2;
+    fma.rn.f32 %t11, %t9, %t4, %t10;
+    selp.f32 %t12, 0f3E235519, 0f3DE718AF, %t2;
+    fma.rn.f32 %t13, %t11, %t4, %t12;
+    selp.f32 %t14, 0f3F69B4F9, 0fBEC093AC, %t2;
+    fma.rn.f32 %t15, %t13, %t4, %t14;
+    selp.f32 %t16, 0f3F210A14, 0f3E0375D3, %t2;
+    fma.rn.f32 %t17, %t15, %t4, %t16;
+    neg.f32 %t18, %t0;
+    selp.f32 %t19, %t18, %x, %t2;
+    fma.rn.f32 %y, %t17, %t19, %t19;
+    @%t1 bra $I0;
+    ex2.approx.ftz.f32 %t20, %y;
+    sub.f32 %t22, 0f3F800000, %t20;
+    copysign.f32 %y, %x, %t22;
+$I0:
+""")
+
+EXP_F64 = Idiom("exp", "exp", ".f64", "nvcc.exp", ptx="""
+    fma.rn.f64 %t2, %x, 0d3FF71547652B82FE, 0d4338000000000000;
+    mov.b64 {%t3, %u0}, %t2;
+    add.rn.f64 %t5, %t2, 0dC338000000000000;
+    fma.rn.f64 %t7, %t5, 0dBFE62E42FEFA39EF, %x;
+    fma.rn.f64 %t9, %t5, 0dBC7ABC9E3B39803F, %t7;
+    fma.rn.f64 %t12, 0d3E5ADE1569CE2BDF, %t9, 0d3E928AF3FCA213EA;
+    fma.rn.f64 %t14, %t12, %t9, 0d3EC71DEE62401315;
+    fma.rn.f64 %t16, %t14, %t9, 0d3EFA01997C89EB71;
+    fma.rn.f64 %t18, %t16, %t9, 0d3F2A01A014761F65;
+    fma.rn.f64 %t20, %t18, %t9, 0d3F56C16C1852B7AF;
+    fma.rn.f64 %t22, %t20, %t9, 0d3F81111111122322;
+    fma.rn.f64 %t24, %t22, %t9, 0d3FA55555555502A1;
+    fma.rn.f64 %t26, %t24, %t9, 0d3FC5555555555511;
+    fma.rn.f64 %t28, %t26, %t9, 0d3FE000000000000B;
+    fma.rn.f64 %t30, %t28, %t9, 0d3FF0000000000000;
+    fma.rn.f64 %t31, %t30, %t9, 0d3FF0000000000000;
+    mov.b64 {%t32, %u1}, %t31;
+    mov.b64 {%u2, %t33}, %t31;
+    shl.b32 %t34, %t3, 20;
+    add.s32 %t35, %t33, %t34;
+    mov.b64 %y, {%t32, %t35};
+    mov.b64 {%u3, %t36}, %x;
+    mov.b32 %t37, %t36;
+    abs.f32 %t38, %t37;
+    setp.lt.f32 %t39, %t38, 0f4086232B;
+    @%t39 bra $I0;
+    setp.lt.f64 %t40, %x, 0d0000000000000000;
+    add.f64 %t41, %x, 0d7FF0000000000000;
+    selp.f64 %y, 0d0000000000000000, %t41, %t40;
+    setp.geu.f32 %t42, %t38, 0f40874800;
+    @%t42 bra $I0;
+    shr.u32 %t43, %t3, 31;
+    add.s32 %t44, %t3, %t43;
+    shr.s32 %t45, %t44, 1;
+    shl.b32 %t46, %t45, 20;
+    add.s32 %t47, %t33, %t46;
+    mov.b64 %t48, {%t32, %t47};
+    sub.s32 %t49, %t3, %t45;
+    shl.b32 %t50, %t49, 20;
+    add.s32 %t51, %t50, 1072693248;
+    mov.u32 %t52, 0;
+    mov.b64 %t53, {%t52, %t51};
+    mul.f64 %y, %t48, %t53;
+$I0:
+""")
+
+TANH_F64 = Idiom("tanh", "tanh", ".f64", "nvcc.tanh", ptx="""
+    mov.b64 {%u0, %t0}, %x;
+    and.b32 %t1, %t0, 2147483647;
+    mov.b64 {%t2, %u1}, %x;
+    mov.b64 %t3, {%t2, %t1};
+    setp.ltu.f64 %t4, %t3, 0d3FE4F92224DD2F1A;
+    @%t4 bra $I0;
+    bra.uni $I1;
+$I0:
+    mul.f64 %t5, %x, %x;
+    fma.rn.f64 %t8, 0dBEF0BC46E2F5E964, %t5, 0d3F14359F420AFC3D;
+    fma.rn.f64 %t10, %t8, %t5, 0dBF2DF9F0728C5D84;
+    fma.rn.f64 %t12, %t10, %t5, 0d3F4337D1CEC4F033;
+    fma.rn.f64 %t14, %t12, %t5, 0dBF57D6E9674335B3;
+    fma.rn.f64 %t16, %t14, %t5, 0d3F6D6D000D7AAD3D;
+    fma.rn.f64 %t18, %t16, %t5, 0dBF8226E1F3CF1EF5;
+    fma.rn.f64 %t20, %t18, %t5, 0d3F9664F47EC0C8CF;
+    fma.rn.f64 %t22, %t20, %t5, 0dBFABA1BA1B80AB40;
+    fma.rn.f64 %t24, %t22, %t5, 0d3FC111111110FA4A;
+    fma.rn.f64 %t26, %t24, %t5, 0dBFD5555555555550;
+    fma.rn.f64 %t28, %t26, %t5, 0d0000000000000000;
+    fma.rn.f64 %y, %t28, %x, %x;
+    bra.uni $I2;
+$I1:
+    add.f64 %t29, %t3, %t3;
+    cvt.rn.f32.f64 %t31, %t29;
+    mul.f32 %t32, %t31, 0f3FB8AA3B;
+    cvt.rni.f32.f32 %t33, %t32;
+    cvt.f64.f32 %t34, %t33;
+    neg.f64 %t35, %t34;
+    fma.rn.f64 %t37, %t35, 0d3FE62E42FEFA39EF, %t29;
+    fma.rn.f64 %t40, 0d3E5AE904A4741B81, %t37, 0d3E928A27F89B6999;
+    fma.rn.f64 %t42, %t40, %t37, 0d3EC71DE715FF7E07;
+    fma.rn.f64 %t44, %t42, %t37, 0d3EFA019A6B0AC45A;
+    fma.rn.f64 %t46, %t44, %t37, 0d3F2A01A017EED94F;
+    fma.rn.f64 %t48, %t46, %t37, 0d3F56C16C17F2A71B;
+    fma.rn.f64 %t50, %t48, %t37, 0d3F811111111173C4;
+    fma.rn.f64 %t52, %t50, %t37, 0d3FA555555555211A;
+    fma.rn.f64 %t54, %t52, %t37, 0d3FC5555555555540;
+    fma.rn.f64 %t56, %t54, %t37, 0d3FE0000000000005;
+    mul.f64 %t57, %t37, %t56;
+    fma.rn.f64 %t58, %t57, %t37, %t37;
+    ex2.approx.ftz.f32 %t59, %t33;
+    cvt.f64.f32 %t60, %t59;
+    sub.f64 %t62, 0d3FF0000000000000, %t60;
+    neg.f64 %t63, %t58;
+    fma.rn.f64 %t64, %t63, %t60, %t62;
+    sub.f64 %t65, 0d4000000000000000, %t64;
+    rcp.approx.ftz.f64 %t66, %t65;
+    neg.f64 %t67, %t65;
+    fma.rn.f64 %t68, %t67, %t66, 0d3FF0000000000000;
+    fma.rn.f64 %t69, %t68, %t68, %t68;
+    fma.rn.f64 %t70, %t69, %t66, %t66;
+    neg.f64 %t71, %t70;
+    fma.rn.f64 %t72, 0d4000000000000000, %t71, 0d3FF0000000000000;
+    setp.gt.u32 %t73, %t1, 1077088193;
+    selp.f64 %t74, 0d3FF0000000000000, %t72, %t73;
+    copysign.f64 %y, %x, %t74;
+$I2:
+""")
+
+IDIOMS: tuple[Idiom, ...] = (EXPF, TANHF, LOGF, ERFF, EXP_F64, TANH_F64)
+
+AXIOM_OF: dict[tuple[str, str], str] = {(i.fn, i.type): i.axiom for i in IDIOMS}
+
+
+# ---------------------------------------------------------------------------------------------- terms
+
+# Opcodes whose result is a deterministic function of their operands alone (no memory, no other thread,
+# no carry flag, no clock): only these build structured terms.
+PURE = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rem", "min", "max", "neg", "abs", "and", "or", "xor",
+                  "not", "cnot", "shl", "shr", "setp", "selp", "mov", "cvt", "copysign", "ex2", "lg2", "rcp",
+                  "sqrt", "rsqrt", "tanh", "sin", "cos", "popc", "clz", "brev", "bfe", "bfi", "prmt", "testp",
+                  "mul24", "mad24", "sad"})
+IMPURE_MODIFIERS = frozenset({".cc"})
+COMMUTATIVE = frozenset({"add", "mul", "fma", "mad"})  # in the first two operands, exactly (IEEE included)
+
+ENTRY = -1
+_LAUNCH_CONSTANT = re.compile(r"%(tid|ntid|ctaid|nctaid)\.[xyz]$")
+
+
+class _Terms:
+    """Hash-consed terms; a term is an int. Nodes:
+    ('const', 'f', bits, width) / ('const', 'i', value)   an immediate
+    ('in', reg, base)                                   the value `reg` had at reset point `base`
+    ('op', opcode, *args)                               a pure instruction ('opcode' has every modifier)
+    ('vec', *elems)                                     a vector operand
+    ('phi', cond, then, else)                           cond ? then : else (cond a predicate term)
+    ('opaque', n)                                       an unknown value; never equal to anything else
+    ('unreach',)                                        the value on no path (only inside merges)"""
+
+    def __init__(self) -> None:
+        self.nodes: list[tuple] = []
+        self.index: dict[tuple, int] = {}
+        self.fresh = itertools.count()
+        self.unreach = self.mk("unreach")
+
+    def mk(self, *node) -> int:
+        t = self.index.get(node)
+        if t is None:
+            t = self.index[node] = len(self.nodes)
+            self.nodes.append(node)
+        return t
+
+    def opaque(self) -> int:
+        return self.mk("opaque", next(self.fresh))
+
+    def phi(self, cond: int, then: int, other: int) -> int:
+        if then == other or other == self.unreach:
+            return then
+        if then == self.unreach:
+            return other
+        return self.mk("phi", cond, then, other)
+
+
+@dataclass
+class _State:
+    regs: dict[str, int]
+    path: tuple[tuple[int, bool], ...]   # branch conditions taken since the last reset point
+    base: int                            # the reset point: unknown registers are ('in', reg, base)
+
+    def copy(self) -> _State:
+        return _State(dict(self.regs), self.path, self.base)
+
+
+class _Abort(Exception):
+    """The body has control flow the term builder does not follow (e.g. a branch to no label)."""
+
+
+def _opname(ins: Instr) -> str:
+    return ins.opcode + "".join(ins.mods)
+
+
+def _branch_target(ins: Instr) -> str:
+    if len(ins.operands) != 1 or not isinstance(ins.operands[0], Sym):
+        raise _Abort
+    return ins.operands[0].name
+
+
+class _TermBuilder:
+    """Runs a body once, in order, giving every register a term at every program point.
+
+    `on_instr(i, ins, state_before, term)` is called for each unpredicated pure instruction with the term
+    of its result; `on_merge(i, state_after, reg, term)` for each register that became a `phi` at label i."""
+
+    def __init__(self, body: list, terms: _Terms, on_instr: Callable | None = None,
+                 on_merge: Callable | None = None, declared: set[str] | None = None):
+        """`declared`: the kernel's registers; any other register read (a special register) is unknown at
+        each read, unless it is a launch constant (%tid, %ntid, %ctaid, %nctaid). None: no such check."""
+        self.body = body
+        self.declared = declared
+        self.t = terms
+        self.on_instr = on_instr
+        self.on_merge = on_merge
+        self.labels = {item.name: i for i, item in enumerate(body) if isinstance(item, Label)}
+        self.headers = set()      # labels some backward branch targets: values there are not followed
+        for i, item in enumerate(body):
+            if isinstance(item, Instr) and item.opcode == "bra":
+                target = self.labels.get(_branch_target(item))
+                if target is None:
+                    raise _Abort
+                if target <= i:
+                    self.headers.add(target)
+        self.producers: dict[int, set[int]] = {}   # term -> unpredicated instructions whose result it is
+
+    def lookup(self, st: _State, reg: str) -> int:
+        t = st.regs.get(reg)
+        return t if t is not None else self.t.mk("in", reg, st.base)
+
+    def operand(self, st: _State, op) -> int:
+        if isinstance(op, Reg):
+            if self.declared is not None and op.name not in self.declared and not _LAUNCH_CONSTANT.match(op.name):
+                return self.t.opaque()   # %clock, %laneid, %warpid, ...: not one value
+            return self.lookup(st, op.name)
+        if isinstance(op, FloatImm):
+            return self.t.mk("const", "f", op.bits, op.width)
+        if isinstance(op, IntImm):
+            return self.t.mk("const", "i", op.value)
+        if isinstance(op, Vec):
+            return self.t.mk("vec", *(self.operand(st, e) for e in op.elems))
+        return self.t.opaque()  # a parameter or variable name, an address: not a value we follow
+
+    def run(self) -> _State | None:
+        """Run the body; the state at its end (None when control cannot fall off the end)."""
+        st: _State | None = _State({}, (), ENTRY)
+        pending: dict[str, list[_State]] = {}
+        for i, item in enumerate(self.body):
+            if isinstance(item, Label):
+                st = self._label(i, item, pending.pop(item.name, []) + ([st] if st is not None else []))
+            elif st is not None:
+                st = self._instr(i, item, st, pending)
+        self.dangling = bool(pending)
+        return st
+
+    def _label(self, i: int, label: Label, preds: list[_State]) -> _State | None:
+        if i in self.headers:
+            return _State({}, (), i)
+        if not preds:
+            return None
+        if len(preds) == 1:
+            return preds[0]
+        return self._merge(i, preds)
+
+    def _merge(self, i: int, preds: list[_State]) -> _State:
+        n = 0
+        while all(len(p.path) > n for p in preds) and len({p.path[n] for p in preds}) == 1:
+            n += 1
+        same_base = len({p.base for p in preds}) == 1
+        out = _State(dict(preds[0].regs), preds[0].path[:n], preds[0].base if same_base else i)
+        differ: set[str] = set()
+        for p in preds[1:]:
+            differ.update(reg for reg, _ in preds[0].regs.items() ^ p.regs.items())
+        phis = []
+        for reg in sorted(differ):
+            values = [self.lookup(p, reg) for p in preds]
+            if len(set(values)) == 1:
+                out.regs[reg] = values[0]
+                continue
+            out.regs[reg] = term = self._tree([(p.path[n:], v) for p, v in zip(preds, values, strict=True)])
+            if self.t.nodes[term][0] == "phi":
+                phis.append((reg, term))
+        if self.on_merge is not None:
+            for reg, term in phis:
+                self.on_merge(i, out, reg, term)
+        return out
+
+    def _tree(self, entries: list[tuple[tuple, int]]) -> int:
+        """The value at a merge as a decision tree over the branch conditions that separate the paths;
+        opaque when the paths are not separated by one shared sequence of conditions."""
+        if len(entries) == 1 and not entries[0][0]:
+            return entries[0][1]
+        if any(not path for path, _ in entries):
+            return self.t.opaque()
+        cond = entries[0][0][0][0]
+        if any(path[0][0] != cond for path, _ in entries):
+            return self.t.opaque()
+        sides = [[(path[1:], v) for path, v in entries if path[0][1] is taken] for taken in (True, False)]
+        then, other = (self._tree(side) if side else self.t.unreach for side in sides)
+        return self.t.phi(cond, then, other)
+
+    def _instr(self, i: int, ins: Instr, st: _State, pending: dict[str, list[_State]]) -> _State | None:
+        guard = None
+        if ins.pred is not None:
+            guard = (self.lookup(st, ins.pred[0]), not ins.pred[1])   # (condition, value under which it runs)
+        if ins.opcode == "bra":
+            target = _branch_target(ins)
+            forward = self.labels[target] > i
+            if guard is None:
+                if forward:
+                    pending.setdefault(target, []).append(st)
+                return None
+            if forward:
+                taken = st.copy()
+                taken.path = st.path + (guard,)
+                pending.setdefault(target, []).append(taken)
+            st.path = st.path + ((guard[0], not guard[1]),)
+            return st
+        if ins.opcode in ("ret", "exit"):
+            if guard is None:
+                return None
+            st.path = st.path + ((guard[0], not guard[1]),)
+            return st
+        results = self._results(ins, st)
+        for reg, term in results:
+            if guard is not None:
+                old = self.lookup(st, reg)
+                term = self.t.phi(guard[0], term, old) if guard[1] else self.t.phi(guard[0], old, term)
+            elif self._is_pure(ins):
+                self.producers.setdefault(term, set()).add(i)
+            if self.on_instr is not None and guard is None and len(results) == 1 and self._is_pure(ins):
+                self.on_instr(i, ins, st, term)
+            st.regs[reg] = term
+        return st
+
+    @staticmethod
+    def _is_pure(ins: Instr) -> bool:
+        return ins.opcode in PURE and not (IMPURE_MODIFIERS & set(ins.mods))
+
+    def _results(self, ins: Instr, st: _State) -> list[tuple[str, int]]:
+        """(register, term) for each register the instruction writes."""
+        dsts = _written(ins)
+        if not dsts:
+            return []
+        if not self._is_pure(ins):
+            return [(r, self.t.opaque()) for r in dsts]
+        dst = ins.operands[0]
+        srcs = ins.operands[1:]
+        if ins.opcode == "mov" and isinstance(dst, Reg) and len(srcs) == 1 and \
+                isinstance(srcs[0], Reg | FloatImm | IntImm):
+            return [(dst.name, self.operand(st, srcs[0]))]   # a copy of bits: transparent
+        value = self.t.mk("op", _opname(ins), *(self.operand(st, s) for s in srcs))
+        if isinstance(dst, Reg):
+            return [(dst.name, value)]
+        # a vector destination (`mov.b64 {%lo, %hi}, %fd`, `setp p|q`): element k is a projection
+        return [(e.name, self.t.mk("op", f"{_opname(ins)}#{k}", value))
+                for k, e in enumerate(dst.elems) if isinstance(e, Reg)]
+
+
+# ---------------------------------------------------------------------------------------------- registers
+
+
+# Opcodes that surely write their first operand (and read none of it): the only writes that end liveness.
+_DEFINING = PURE | {"ld", "ldu", "atom", "shfl", "vote", "cvta", "activemask", "match", "redux", "elect", PSEUDO}
+
+
+def _written(ins: Instr) -> list[str]:
+    """Registers the instruction may write (its first operand, whatever the opcode): for the terms, an
+    instruction not understood makes them unknown."""
+    if ins.opcode == "bra" or not ins.operands:
+        return []
+    return [r for r in _regs_in(ins.operands[0]) if isinstance(ins.operands[0], Reg | Vec)]
+
+
+def _def_operand_regs(ins: Instr) -> list[str]:
+    if ins.opcode not in _DEFINING or not ins.operands:
+        return []
+    dst = ins.operands[0]
+    if isinstance(dst, Reg):
+        return [dst.name]
+    if isinstance(dst, Vec):
+        return [e.name for e in dst.elems if isinstance(e, Reg)]
+    return []
+
+
+def _regs_in(op) -> list[str]:
+    if isinstance(op, Reg):
+        return [op.name]
+    if isinstance(op, Vec):
+        return [r for e in op.elems for r in _regs_in(e)]
+    base = getattr(op, "base", None)
+    return [base.name] if isinstance(base, Reg) else []
+
+
+def _uses(ins: Instr) -> set[str]:
+    """Registers the instruction may read: every register operand but a surely-written destination, the
+    guard, and under a guard the destination too (a predicated write keeps the old value)."""
+    defs = _def_operand_regs(ins)
+    ops = ins.operands[1:] if defs else ins.operands
+    used = {r for op in ops for r in _regs_in(op)}
+    if ins.pred is not None:
+        used.add(ins.pred[0])
+        used.update(defs)
+    return used
+
+
+# ---------------------------------------------------------------------------------------------- templates
+
+
+@dataclass(frozen=True)
+class _Template:
+    idiom: Idiom
+    terms: _Terms
+    root: int
+    hole: int
+
+
+@functools.cache
+def _template(idiom: Idiom) -> _Template:
+    from semantics.ptx.parser import parse_ptx
+
+    text = f".version 9.0\n.target sm_90\n.address_size 64\n.visible .entry t()\n{{\n{idiom.ptx}\n}}\n"
+    terms = _Terms()
+    builder = _TermBuilder(parse_ptx(text).kernels["t"].body, terms)
+    st = builder.run()
+    if st is None or builder.dangling:
+        raise AssertionError(f"template {idiom.name}: its paths do not all reach its end")
+    root, hole = builder.lookup(st, "%y"), terms.mk("in", "%x", ENTRY)
+    _check_template(idiom, terms, root, hole)
+    return _Template(idiom, terms, root, hole)
+
+
+def _check_template(idiom: Idiom, terms: _Terms, root: int, hole: int) -> None:
+    """A template's result depends on %x only, through pure instructions and constants."""
+    todo, seen = [root], set()
+    while todo:
+        t = todo.pop()
+        if t in seen or t == hole:
+            continue
+        seen.add(t)
+        node = terms.nodes[t]
+        if node[0] in ("in", "opaque", "unreach"):
+            raise AssertionError(f"template {idiom.name} depends on {node}")
+        if node[0] == "op":
+            todo.extend(node[2:])
+        elif node[0] in ("vec", "phi"):
+            todo.extend(node[1:])
+
+
+# ---------------------------------------------------------------------------------------------- matching
+
+_FAIL = object()
+
+
+class _Matcher:
+    """Structural matching of a template term (with hole %x) against a kernel term."""
+
+    def __init__(self, tpl: _Template, kt: _Terms):
+        self.tpl = tpl
+        self.kt = kt
+        self.memo: dict[tuple[int, int, int | None], object] = {}
+
+    def match(self, t: int, k: int, bound: int | None):
+        """The binding of the hole under which kernel term k equals template term t, or _FAIL."""
+        key = (t, k, bound)
+        if key in self.memo:
+            return self.memo[key]
+        self.memo[key] = _FAIL   # cycles cannot occur (terms are built bottom-up); this only guards re-entry
+        result = self._match(t, k, bound)
+        self.memo[key] = result
+        return result
+
+    def _match(self, t: int, k: int, bound: int | None):
+        if t == self.tpl.hole:
+            return k if bound is None or bound == k else _FAIL
+        tn, kn = self.tpl.terms.nodes[t], self.kt.nodes[k]
+        if tn[0] != kn[0]:
+            return _FAIL
+        if tn[0] == "const":
+            return bound if tn == kn else _FAIL
+        if tn[0] == "op":
+            if tn[1] != kn[1] or len(tn) != len(kn):
+                return _FAIL
+            return self.args(tn[2:], kn[2:], bound, tn[1].split(".")[0] in COMMUTATIVE)
+        if tn[0] in ("vec", "phi"):
+            if len(tn) != len(kn):
+                return _FAIL
+            return self.args(tn[1:], kn[1:], bound, False)
+        return _FAIL
+
+    def args(self, targs: tuple, kargs: tuple, bound, commutative: bool):
+        orders = [kargs]
+        if commutative and len(kargs) >= 2:
+            orders.append((kargs[1], kargs[0], *kargs[2:]))
+        for ks in orders:
+            b = bound
+            for ta, ka in zip(targs, ks, strict=True):
+                b = self.match(ta, ka, b)
+                if b is _FAIL:
+                    break
+            else:
+                return b
+        return _FAIL
+
+    def pairs(self, t: int, k: int, bound: int, out: set[int]) -> None:
+        """The kernel terms matched by template terms other than the hole and constants (the idiom's
+        internal values), under the final binding."""
+        if t == self.tpl.hole or k in out:
+            return
+        tn, kn = self.tpl.terms.nodes[t], self.kt.nodes[k]
+        out.add(k)
+        if tn[0] == "const":
+            return
+        if tn[0] == "op":
+            targs, kargs, comm = tn[2:], kn[2:], tn[1].split(".")[0] in COMMUTATIVE
+        else:
+            targs, kargs, comm = tn[1:], kn[1:], False
+        orders = [kargs] + ([(kargs[1], kargs[0], *kargs[2:])] if comm and len(kargs) >= 2 else [])
+        for ks in orders:
+            if all(self.match(ta, ka, bound) is not _FAIL for ta, ka in zip(targs, ks, strict=True)):
+                for ta, ka in zip(targs, ks, strict=True):
+                    self.pairs(ta, ka, bound, out)
+                return
+
+
+@dataclass
+class _Match:
+    idiom: Idiom
+    index: int                 # the replaced instruction, or the label the pseudo-instruction follows
+    at_label: bool
+    dst: Reg
+    src: Reg
+    addend: object | None      # the fused addition's other operand
+    internal: set[int]         # kernel terms computed by the idiom (and the constants it uses)
+
+
+def _holder(builder: _TermBuilder, st: _State, term: int) -> Reg | None:
+    """A register holding `term` at this point."""
+    node = builder.t.nodes[term]
+    if node[0] == "in" and node[2] == st.base and node[1] not in st.regs:
+        return Reg(node[1])
+    return next((Reg(reg) for reg, t in st.regs.items() if t == term), None)
+
+
+def _find_matches(kernel: Kernel) -> tuple[list[_Match], dict[int, set[int]], _Terms]:
+    terms = _Terms()
+    templates = [_template(i) for i in IDIOMS]
+    by_root: dict[str, list[_Template]] = {}
+    fused: dict[str, list[_Template]] = {}
+    at_merge: list[_Template] = []
+    for tpl in templates:
+        node = tpl.terms.nodes[tpl.root]
+        if node[0] == "phi":
+            at_merge.append(tpl)
+        else:
+            by_root.setdefault(node[1], []).append(tpl)
+            if tpl.idiom.fusable:
+                fused.setdefault(f"fma.rn{tpl.idiom.type}", []).append(tpl)
+    matches: list[_Match] = []
+
+    def found(tpl: _Template, matcher: _Matcher, troot: int, kroot: int, bound, index, at_label, st, dst,
+              addend=None) -> None:
+        src = _holder(builder, st, bound)
+        if src is None:
+            return
+        internal: set[int] = set()
+        matcher.pairs(troot, kroot, bound, internal)
+        matches.append(_Match(tpl.idiom, index, at_label, dst, src, addend, internal))
+
+    def on_instr(i: int, ins: Instr, st: _State, term: int) -> None:
+        node = terms.nodes[term]
+        if node[0] != "op" or not isinstance(ins.operands[0], Reg):
+            return
+        for tpl in by_root.get(node[1], ()):
+            m = _Matcher(tpl, terms)
+            bound = m.match(tpl.root, term, None)
+            if bound is not _FAIL:
+                found(tpl, m, tpl.root, term, bound, i, False, st, ins.operands[0])
+                return
+        for tpl in fused.get(node[1], ()) if len(node) == 5 else ():
+            # fma(e, s, c) where the template ends in mul(e, s): match the product's two factors
+            m = _Matcher(tpl, terms)
+            troot = tpl.terms.nodes[tpl.root]
+            bound = m.args(troot[2:], node[2:4], None, True)
+            if bound is not _FAIL:
+                product = terms.mk("op", troot[1], *node[2:4])
+                found(tpl, m, tpl.root, product, bound, i, False, st, ins.operands[0], ins.operands[3])
+                return
+
+    def on_merge(i: int, st: _State, reg: str, term: int) -> None:
+        cond = terms.nodes[terms.nodes[term][1]]
+        for tpl in at_merge:
+            if cond[:2] != tpl.terms.nodes[tpl.terms.nodes[tpl.root][1]][:2]:
+                continue  # a different branch condition (quick filter)
+            m = _Matcher(tpl, terms)
+            bound = m.match(tpl.root, term, None)
+            if bound is not _FAIL:
+                found(tpl, m, tpl.root, term, bound, i, True, st, Reg(reg))
+                return
+
+    builder = _TermBuilder(kernel.body, terms, on_instr, on_merge, declared=set(kernel.regs))
+    builder.run()
+    return matches, builder.producers, terms
+
+
+# ---------------------------------------------------------------------------------------------- rewriting
+
+
+def rewrite_idioms(kernel: Kernel) -> tuple[Kernel, list[str]]:
+    """The kernel with every recognised library sequence replaced by a `lark.ideal` pseudo-instruction, and
+    the names of the idioms used (one per replacement, in body order). Unchanged when nothing matches."""
+    try:
+        matches, producers, terms = _find_matches(kernel)
+    except _Abort:
+        return kernel, []
+    if not matches:
+        return kernel, []
+    body = kernel.body
+    regs = dict(kernel.regs)
+    replace: dict[int, list[Instr]] = {}
+    after: dict[int, list[Instr]] = {}
+    candidates: set[int] = set()
+    for n, m in enumerate(matches):
+        mine = set().union(*(producers.get(t, set()) for t in m.internal)) - {m.index}
+        candidates |= mine
+        computed = {i for t in m.internal if terms.nodes[t][0] != "const" for i in producers.get(t, ())}
+        first = body[min(computed | ({m.index} if not m.at_label or not computed else set()))]
+        pseudo = Instr(PSEUDO, (f".{m.idiom.fn}", m.idiom.type), (m.dst, m.src), None, first.line, first.loc)
+        if m.addend is not None:
+            tmp = Reg(f"%lark_idiom{n}")
+            regs[tmp.name] = m.idiom.type
+            root = body[m.index]
+            code = [dataclasses.replace(pseudo, operands=(tmp, m.src)),
+                    Instr("add", (m.idiom.type,), (m.dst, tmp, m.addend), None, root.line, root.loc)]
+        else:
+            code = [pseudo]
+        (after if m.at_label else replace).setdefault(m.index, []).extend(code)
+    items: list[tuple[int | None, Instr | Label]] = []
+    for i, item in enumerate(body):
+        if i in replace:
+            items.extend((None, ins) for ins in replace[i])
+            continue
+        items.append((i, item))
+        items.extend((None, ins) for ins in after.get(i, ()))
+    items = _simplify(items, candidates)
+    new = dataclasses.replace(kernel, body=[item for _, item in items], regs=regs)
+    return new, [m.idiom.name for m in sorted(matches, key=lambda m: m.index)]
+
+
+def _simplify(items: list, candidates: set[int]) -> list:
+    """Delete candidate instructions whose results are dead and branches to the next instruction, until
+    neither changes anything."""
+    while True:
+        dead = _dead(items, candidates)
+        items = [it for k, it in enumerate(items) if k not in dead]
+        trivial = _trivial_branches(items)
+        items = [it for k, it in enumerate(items) if k not in trivial]
+        if not dead and not trivial:
+            return items
+
+
+def _trivial_branches(items: list) -> set[int]:
+    out = set()
+    for k, (_, item) in enumerate(items):
+        if isinstance(item, Instr) and item.opcode == "bra":
+            target = _branch_target(item)
+            j = k + 1
+            while j < len(items) and isinstance(items[j][1], Label):
+                if items[j][1].name == target:
+                    out.add(k)
+                    break
+                j += 1
+    return out
+
+
+def _dead(items: list, candidates: set[int]) -> set[int]:
+    """Positions of candidate instructions none of whose results is ever read (aggressive dead-code
+    elimination: a candidate is kept only when a kept instruction may read what it writes)."""
+    cand = {k for k, (orig, item) in enumerate(items) if orig in candidates and isinstance(item, Instr)}
+    if not cand:
+        return set()
+    blocks = _blocks(items)
+    uses = [_uses(item) if isinstance(item, Instr) else set() for _, item in items]
+    kills = [set(_def_operand_regs(item)) if isinstance(item, Instr) and item.pred is None else set()
+             for _, item in items]
+    removed = set(cand)
+    while True:
+        live_out = _liveness(blocks, uses, kills, removed)
+        needed = {k for k in removed if set(_def_operand_regs(items[k][1])) & live_out[k]}
+        if not needed:
+            return removed
+        removed -= needed
+
+
+@dataclass
+class _Block:
+    start: int
+    end: int                   # exclusive
+    succs: list[int]
+
+
+def _blocks(items: list) -> list[_Block]:
+    """Basic blocks of the item list: a label starts one, a branch or an unguarded ret/exit ends one."""
+    starts = {0}
+    for k, (_, item) in enumerate(items):
+        if isinstance(item, Label):
+            starts.add(k)
+        elif isinstance(item, Instr) and item.opcode in ("bra", "ret", "exit"):
+            starts.add(k + 1)
+    starts = sorted(s for s in starts if s < len(items))
+    block_of = {s: b for b, s in enumerate(starts)}
+    labels = {item.name: k for k, (_, item) in enumerate(items) if isinstance(item, Label)}
+    blocks = []
+    for b, s in enumerate(starts):
+        e = starts[b + 1] if b + 1 < len(starts) else len(items)
+        last = items[e - 1][1]
+        fall = [b + 1] if b + 1 < len(starts) else []
+        if isinstance(last, Instr) and last.opcode == "bra":
+            succs = [block_of[labels[_branch_target(last)]]] + (fall if last.pred is not None else [])
+        elif isinstance(last, Instr) and last.opcode in ("ret", "exit") and last.pred is None:
+            succs = []
+        else:
+            succs = fall
+        blocks.append(_Block(s, e, succs))
+    return blocks
+
+
+def _liveness(blocks: list[_Block], uses: list[set[str]], kills: list[set[str]], removed: set[int]) -> dict:
+    """live-out of every instruction position, with the `removed` positions taken as deleted."""
+    def transfer(b: _Block, live: set[str], record: dict | None) -> set[str]:
+        for k in range(b.end - 1, b.start - 1, -1):
+            if record is not None:
+                record[k] = live
+            if k not in removed:
+                live = uses[k] | (live - kills[k])
+        return live
+
+    live_in: list[set[str]] = [set() for _ in blocks]
+    changed = True
+    while changed:
+        changed = False
+        for b in range(len(blocks) - 1, -1, -1):
+            out = set().union(*(live_in[s] for s in blocks[b].succs))
+            new = transfer(blocks[b], out, None)
+            if new != live_in[b]:
+                live_in[b] = new
+                changed = True
+    live_out: dict[int, set[str]] = {}
+    for b in blocks:
+        transfer(b, set().union(*(live_in[s] for s in b.succs)), live_out)
+    return live_out
+
+
+# ---------------------------------------------------------------------------------------------- meaning
+
+
+def ideal_call(state: ThreadState, ins: Instr) -> None:
+    """`lark.ideal.<fn>.<type> d, x`: d = fn(x), by the axiom of the nvcc sequence it replaced."""
+    if len(ins.mods) != 2 or len(ins.operands) != 2:
+        raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
+    fn, ty = ins.mods[0].lstrip("."), ins.mods[1]
+    axiom = AXIOM_OF.get((fn, ty))
+    if axiom is None:
+        raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
+    dst, src = ins.operands
+    x = state.read(src, TYPES[ty])
+    state.use_axiom(axiom)
+    state.write(dst, ideal(fn)(x))
+
+
+IDIOM_HANDLERS: dict[str, Callable[[ThreadState, Instr], None]] = {PSEUDO: ideal_call}
+
+__all__ = ["IDIOMS", "IDIOM_HANDLERS", "Idiom", "ideal_call", "rewrite_idioms"]

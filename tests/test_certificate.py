@@ -1,0 +1,290 @@
+"""Certificates and witnesses: `lark verify --certificate/--witness` writes them, `lark check` re-checks them.
+
+Tasks are written here (CUDA, so nvcc is needed). One verified certificate (a grid-stride vector add: it
+has a termination hint and coverage hints) is shared by the tampering tests: each copies the task and the
+certificate, changes one thing, and asserts that `lark check` names what no longer matches. Tampering
+that the manifest alone reveals fails before the reference is captured again, so those tests are cheap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from lean_pool.checker import PROVED, REFUTED
+from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
+from orchestrator.cert_schema import json_schema
+from orchestrator.cli import main
+
+pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) not on PATH")
+
+REPO = Path(__file__).resolve().parents[1]
+
+VADD = """extern "C" __global__ void vadd(const float* a, const float* b, float* c, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+        c[i] = a[i] + b[i];
+    }
+}
+"""
+VADD_REF = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, a, b):
+        return a + b
+
+
+def get_inputs():
+    return [torch.rand(100000), torch.rand(100000)]
+
+
+def get_init_inputs():
+    return []
+"""
+RELU_REF = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.rand(4096)]
+
+
+def get_init_inputs():
+    return []
+"""
+RELU_PAST_THE_END = """extern "C" __global__ void relu(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+RELU_LEAKY = """extern "C" __global__ void relu(const float* x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] > 0.0f ? x[i] : 0.5f * x[i];
+}
+"""
+
+
+def write_task(folder: Path, kernel: str, ref: str, entry: str, grid: int, block: int, args: str) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "kernel.cu").write_text(kernel)
+    (folder / "ref.py").write_text(ref)
+    inputs, outputs = ('["a", "b"]', '["c"]') if entry == "vadd" else ('["x"]', '["y"]')
+    (folder / "lark.toml").write_text(
+        f'name = "{folder.name}"\n\n[kernel]\nsource = "kernel.cu"\nentry = "{entry}"\n\n'
+        f"[launch]\ngrid = [{grid}]\nblock = [{block}]\nargs = {args}\n\n"
+        f'[reference]\nsource = "ref.py"\ninputs = {inputs}\noutputs = {outputs}\n')
+    return folder / "lark.toml"
+
+
+def lark(*args: object) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [str(a) for a in args])
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def certified(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding task/ (a verified grid-stride vector add) and cert.json, its certificate."""
+    base = tmp_path_factory.mktemp("certified")
+    manifest = write_task(base / "task", VADD, VADD_REF, "vadd", 40, 128, '["a", "b", "c", 100000]')
+    status, output = lark("verify", manifest, "--json", "--certificate", base / "cert.json")
+    assert status == 0, output
+    assert json.loads(output)["certificate"] == str(base / "cert.json")
+    return base
+
+
+@pytest.fixture
+def copy(certified: Path, tmp_path: Path) -> Path:
+    """A private copy of the task and its certificate, to tamper with."""
+    shutil.copytree(certified, tmp_path / "copy")
+    return tmp_path / "copy"
+
+
+def edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def edit_text(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new))
+
+
+def rejected(folder: Path) -> str:
+    status, output = lark("check", folder / "cert.json")
+    assert status == 1, output
+    assert "certificate rejected" in output
+    return output
+
+
+def test_certificate_records_the_task_the_hints_and_the_proof(certified: Path) -> None:
+    cert = json.loads((certified / "cert.json").read_text())
+    assert (cert["schema"], cert["version"], cert["manifest"]) == ("lark.certificate", 1, "task/lark.toml")
+    task = cert["task"]
+    kernel_text = (certified / "task" / "kernel.cu").read_text()
+    assert task["kernel"]["sha256"] == hashlib.sha256(kernel_text.encode()).hexdigest()
+    assert cert["kernel_source_text"] == kernel_text
+    assert all(len(task[part][key]) == 64 for part, key in
+               [("kernel", "ptx_sha256"), ("reference", "sha256"), ("reference", "graph_hash")])
+    assert task["launch"] == {"grid": [40, 1, 1], "block": [128, 1, 1], "dynamic_shared_bytes": 0}
+    assert task["args"] == ["a", "b", "c", 100000]
+    assert task["buffers"]["c"] == {"dtype": "float32", "numel": 100000, "role": "output", "init": None}
+    assert {key.split(":")[0] for key in cert["hints"]} == {"termination", "coverage"}
+    assert cert["axioms"]["used"] == [] and cert["axioms"]["table_version"]
+    assert {ob["property"] for ob in cert["obligations"]} == {"termination", "memory_safety", "race_freedom",
+                                                              "equivalence"}
+    for ob in cert["obligations"]:
+        assert ob["sha256"] == hashlib.sha256(ob["smt2"].encode()).hexdigest() and ob["backend"] == "z3"
+
+
+def test_check_accepts_with_both_solvers(certified: Path) -> None:
+    status, output = lark("check", certified / "cert.json", "--solver", "both")
+    assert status == 0, output
+    assert "certificate holds" in output and "z3 and cvc5" in output
+
+
+def test_check_in_a_fresh_process(certified: Path) -> None:
+    """Obligation texts must not depend on what the writing process did before (z3 numbers its terms)."""
+    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "check",
+                           str(certified / "cert.json")], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_changed_kernel_source_is_named(copy: Path) -> None:
+    edit_text(copy / "task" / "kernel.cu", "c[i] = a[i] + b[i];", "c[i] = a[i] + b[i];  // edited")
+    assert "the kernel source no longer matches the certificate (kernel.sha256)" in rejected(copy)
+
+
+def test_changed_reference_is_named(copy: Path) -> None:
+    edit_text(copy / "task" / "ref.py", "return a + b", "return b + a")
+    assert "the reference source no longer matches the certificate (reference.sha256)" in rejected(copy)
+
+
+@pytest.mark.parametrize("where", ["manifest", "certificate"])
+def test_changed_launch_is_named(copy: Path, where: str) -> None:
+    if where == "manifest":
+        edit_text(copy / "task" / "lark.toml", "grid = [40]", "grid = [20]")
+    else:
+        edit_json(copy / "cert.json", lambda c: c["task"]["launch"].update(grid=[20, 1, 1]))
+    assert "task.launch.grid no longer matches the certificate" in rejected(copy)
+
+
+def test_changed_binding_is_named(copy: Path) -> None:
+    edit_text(copy / "task" / "lark.toml", 'args = ["a", "b", "c", 100000]', 'args = ["b", "a", "c", 100000]')
+    assert "task.args no longer matches the certificate" in rejected(copy)
+
+
+def test_changed_graph_hash_is_named(copy: Path) -> None:
+    edit_json(copy / "cert.json", lambda c: c["task"]["reference"].update(graph_hash="0" * 64))
+    assert "the reference's exported graph no longer matches the certificate (reference.graph_hash)" in \
+        rejected(copy)
+
+
+def test_changed_hint_is_named(copy: Path) -> None:
+    def wrong_writer(cert: dict) -> None:
+        key = next(k for k in cert["hints"] if k.startswith("coverage:"))
+        cert["hints"][key]["tid.x"] = {"sort": "(_ BitVec 32)", "declarations": [], "sexpr": "#x00000000"}
+
+    edit_json(copy / "cert.json", wrong_writer)
+    output = rejected(copy)
+    assert "hint coverage:c:" in output and "is no longer accepted" in output
+
+
+def test_changed_obligation_text_is_named(copy: Path) -> None:
+    edit_json(copy / "cert.json", lambda c: c["obligations"][0].update(smt2="(assert false)\n(check-sat)\n"))
+    assert "its smt2 text no longer hashes to its sha256" in rejected(copy)
+
+
+def test_forged_obligation_is_named(copy: Path) -> None:
+    """Text and hash both replaced: the obligation is no longer the one the kernel gives."""
+    def forge(cert: dict) -> None:
+        ob = next(o for o in cert["obligations"] if o["property"] == "race_freedom")
+        ob["smt2"] = "(assert false)\n(check-sat)\n"
+        ob["sha256"] = hashlib.sha256(ob["smt2"].encode()).hexdigest()
+
+    edit_json(copy / "cert.json", forge)
+    output = rejected(copy)
+    assert "certified obligation 'race_freedom: store line" in output and "is not derived" in output
+    assert "obligation 'race_freedom: store line" in output and "is derived but missing" in output
+
+
+def test_changed_axiom_list_is_named(copy: Path) -> None:
+    edit_json(copy / "cert.json", lambda c: c["axioms"].update(used=["rcp.approx"]))
+    assert "the axioms used no longer match: certified ['rcp.approx'], re-derived []" in rejected(copy)
+
+
+def test_other_axiom_table_is_named(copy: Path) -> None:
+    edit_json(copy / "cert.json", lambda c: c["axioms"].update(table_version="1999.1"))
+    assert "axiom table version 1999.1 is not the current" in rejected(copy)
+
+
+def test_unreadable_document_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text('{"schema": "lark.certificate", "version": 99}')
+    status, output = lark("check", tmp_path / "x.json")
+    assert status == 3 and "this LARK reads version 1" in output
+
+
+@pytest.fixture(scope="module")
+def past_the_end(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The witness of a relu whose guard lets thread n read and write one element past the end."""
+    base = tmp_path_factory.mktemp("past_the_end")
+    manifest = write_task(base / "task", RELU_PAST_THE_END, RELU_REF, "relu", 17, 256, '["x", "y", 4096]')
+    status, output = lark("verify", manifest, "--json", "--witness", base / "witness.json")
+    assert status == 1, output
+    return base / "witness.json"
+
+
+def test_out_of_bounds_witness_replays(past_the_end: Path) -> None:
+    finding = json.loads(past_the_end.read_text())["findings"][0]
+    assert finding["property"] == "memory_safety" and finding["witness"]["element_index"] == 4096
+    status, output = lark("check", past_the_end)
+    assert status == 0, output
+    assert "witness reproduces" in output
+
+
+def test_wrong_thread_in_a_witness_does_not_replay(past_the_end: Path, tmp_path: Path) -> None:
+    shutil.copytree(past_the_end.parent, tmp_path / "copy")
+    edit_json(tmp_path / "copy" / "witness.json", lambda w: w["findings"][0]["witness"].update(block=[0, 0, 0]))
+    status, output = lark("check", tmp_path / "copy" / "witness.json")
+    assert status == 1, output
+    assert "memory_safety witness does not reproduce: block [0, 0, 0] thread" in output
+
+
+def test_wrong_value_witness_replays_on_real_numbers(tmp_path: Path) -> None:
+    manifest = write_task(tmp_path / "task", RELU_LEAKY, RELU_REF, "relu", 16, 256, '["x", "y", 4096]')
+    status, output = lark("verify", manifest, "--json", "--witness", tmp_path / "witness.json")
+    assert status == 1, output
+    witness = json.loads((tmp_path / "witness.json").read_text())["findings"][0]["witness"]
+    (x,) = witness["inputs"].values()
+    assert x < 0 and witness["reference_value"] == 0 and witness["kernel_value"] == pytest.approx(0.5 * x)
+    status, output = lark("check", tmp_path / "witness.json")
+    assert status == 0, output
+    edit_json(tmp_path / "witness.json", lambda w: w["findings"][0]["witness"].update(kernel_value=7.0))
+    status, output = lark("check", tmp_path / "witness.json")
+    assert status == 1 and "equivalence witness does not reproduce" in output
+
+
+def test_schema_file_is_generated_from_the_models() -> None:
+    assert json.loads((REPO / "docs" / "certificate.schema.json").read_text()) == json_schema()
+
+
+def test_z3_text_is_made_standard_for_cvc5() -> None:
+    text = "(declare-fun tid.x' () (_ BitVec 8))\n(assert (= (bvudiv_i tid.x' #x00) #x01))\n(check-sat)\n"
+    assert standard_smt2(text) == \
+        "(declare-fun |tid.x'| () (_ BitVec 8))\n(assert (= (bvudiv |tid.x'| #x00) #x01))\n(check-sat)\n"
+    assert Cvc5Checker().check_text(text, 10).status == PROVED      # x / 0 is all ones, never 1
+    assert Cvc5Checker().check_text(text.replace("#x01", "#xff"), 10).status == REFUTED
