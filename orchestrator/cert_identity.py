@@ -37,8 +37,6 @@ HASH_LABELS = {
     "reference.sha256": "the reference source",
     "reference.graph_hash": "the reference's exported graph",
 }
-
-
 _FILE_FOLDER = re.compile(r'^(\s*\.file\s+\d+\s+")[^"\n]*/', re.MULTILINE)
 
 
@@ -92,10 +90,9 @@ def differences(recorded: dict, current: dict, everything: bool, path: str = "")
         if isinstance(old, dict) and isinstance(new, dict):
             problems += differences(old, new, everything, f"{where}.")
         elif old != new and where in HASH_LABELS:
-            problems.append(f"{HASH_LABELS[where]} no longer matches the certificate ({where}): SHA-256 {new} "
-                            f"now, {old} certified")
+            problems.append(f"{HASH_LABELS[where]} no longer matches ({where}): SHA-256 {new} now, {old} recorded")
         elif old != new:
-            problems.append(f"task.{where} no longer matches the certificate: certified {old!r}, now {new!r}")
+            problems.append(f"task.{where} no longer matches: recorded {old!r}, now {new!r}")
     return problems
 
 

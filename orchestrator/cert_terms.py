@@ -10,9 +10,7 @@ SHA-256 must equal the certified ones. z3's own printer and parser round-trip ex
 `bvudiv_i` and friends included), so a term is stored as `sexpr()` plus the declarations of its free
 symbols and read back with `z3.parse_smt2_string`; only symbol quoting is standardised on the way in.
 Replaying is how both the writer and `lark check` obtain a proof: provers that propose exactly the recorded
-hint for a key, and nothing for any other key. `lark check` parses each hint only when the semantics asks
-for it, as the original run created it then: z3 numbers terms in creation order and its simplifier and
-printer look at those numbers, so keeping the order keeps the re-derived obligation texts the same.
+hint for a key, and nothing for any other key.
 """
 
 from __future__ import annotations
@@ -72,7 +70,7 @@ def hints_to_json(hints: dict[str, object]) -> dict[str, Hint]:
 
 
 class BadHint(Exception):
-    """A certificate's hint that does not parse; the message names its key."""
+    """A recorded hint that does not parse, or is not the shape its key asks for; the message names the key."""
 
 
 def hint_from_json(key: str, hint: Hint) -> object:

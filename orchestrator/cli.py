@@ -23,7 +23,7 @@ from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
 from semantics.verdict import Provers, verify
 
-PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose)
+PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose, split=inverse.split)
 
 
 def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,

@@ -47,11 +47,12 @@ class Provers:
     `inverse(key, index, variables, e)` proposes the writer of output element e;
     `bounds(key, loop)` proposes iteration bounds of a loop;
     `reindex(key, source, source_var, target, target_var)` proposes how a reduction's index maps onto
-    another's."""
+    another's; `split(key, dividend, divisor)` proposes quotient and remainder of an index division."""
 
     inverse: Callable
     bounds: Callable
     reindex: Callable
+    split: Callable
 
 
 @dataclass
@@ -191,7 +192,7 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
                  record, hints: dict) -> PropertyResult:
     if problem.references is None:
         return PropertyResult(UNKNOWN, [f"reference not modelled: {problem.reference_problem}"])
-    stores = [a for a in accesses if a.kind != "load"]
+    stores = [a for a in accesses if a.kind != "load" and a.space == "global"]
     strays = [a for a in stores if problem.buffers[a.buffer].role == "input"]
     if strays:
         return PropertyResult(UNKNOWN, [f"the kernel writes input buffer {strays[0].buffer} (line {strays[0].line});"
@@ -201,7 +202,7 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     if why:
         return PropertyResult(UNKNOWN, [why])
     values = equivalence.check(outputs, problem.buffers, problem.references, thread, launch_ok, checker,
-                               timeout_s, record, provers.reindex, hints)
+                               timeout_s, record, provers, hints)
     if values.state == VIOLATED:
         return values
     covered = coverage.check(problem.buffers, outputs, provers.inverse, thread, launch, checker, timeout_s, record,

@@ -29,19 +29,22 @@ from actors.fleet import Fleet  # noqa: E402
 from tests.tiny_tasks import expected, write_task  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-# The first task fails at intake at once; the three after it capture a reference nobody captured before,
-# which keeps both verify actors busy for seconds; the last two reuse those references (cached captures).
-TASKS = [("broken", 0), ("copy", 101), ("doubled", 102), ("short_grid", 103), ("copy", 101), ("doubled", 102)]
-POLLS = 6000   # 0.05 s apart: a generous bound for "both verify actors are busy"
+# The first task fails at intake at once; the four after it capture a reference nobody captured before,
+# which keeps the verify actors busy for seconds; the last two reuse references (cached captures).
+TASKS = [("broken", 0), ("copy", 101), ("doubled", 102), ("short_grid", 103), ("copy", 104), ("doubled", 101),
+         ("short_grid", 102)]
+T0 = time.time()
+POLLS = 6000   # 0.05 s apart: a generous bound for "a verify actor is busy"
 
 
-def busy_verifiers(fleet: Fleet) -> list[dict]:
+def busy_verifiers(fleet: Fleet, count: int) -> list[tuple[int, dict]]:
+    """(slot, status) of `count` verify actors that are running a task (waits for them)."""
     for _ in range(POLLS):
-        statuses = fleet.statuses()
-        if all(s["current"] for s in statuses):
-            return statuses
+        busy = [(slot, s) for slot, s in enumerate(fleet.statuses()) if s["current"]]
+        if len(busy) >= count:
+            return busy[:count]
         time.sleep(0.05)
-    raise AssertionError("the verify actors never were all busy")
+    raise AssertionError(f"never {count} busy verify actors")
 
 
 def run_collecting(fleet: Fleet, manifests: list[Path], faults: list) -> dict[str, tuple]:
@@ -51,6 +54,7 @@ def run_collecting(fleet: Fleet, manifests: list[Path], faults: list) -> dict[st
     def on_done(manifest: str, result, failure) -> None:
         assert manifest not in done, f"{manifest} reported twice"
         done[manifest] = (result, failure)
+        print("done", Path(manifest).parent.name, round(time.time() - T0, 1), result and result.stats.get("wall_seconds"), flush=True)
         if len(done) <= len(faults):
             faults[len(done) - 1]()
 
@@ -69,19 +73,21 @@ def cancel_ends_a_running_task_unknown(fleet: Fleet, root: Path) -> None:
 
 
 def faults_change_no_verdict(cluster: Cluster, fleet: Fleet, manifests: list[Path]) -> None:
-    def kill_an_actor_and_a_node() -> None:
-        first, second = busy_verifiers(fleet)
-        os.kill(first["pid"], signal.SIGKILL)
-        [node] = [n for n in cluster.worker_nodes if n.node_id == second["node"]]
-        cluster.remove_node(node)
+    def kill_two_actors() -> None:
+        (_, first), (slot, _) = busy_verifiers(fleet, 2)
+        os.kill(first["pid"], signal.SIGKILL)                      # Ray restarts it and retries its tasks
+        ray.kill(fleet.verifiers[slot], no_restart=True)           # the fleet replaces it and requeues
 
-    def kill_solver_workers() -> None:
+    def kill_solver_workers_and_a_node() -> None:
         pids = [w["pid"] for health in fleet.checker_health() for w in health["workers"]]
         assert pids
         for pid in pids:
             os.kill(pid, signal.SIGKILL)
+        [(_, busy)] = busy_verifiers(fleet, 1)
+        [node] = [n for n in cluster.worker_nodes if n.node_id == busy["node"]]
+        cluster.remove_node(node)
 
-    done = run_collecting(fleet, manifests, [kill_an_actor_and_a_node, kill_solver_workers])
+    done = run_collecting(fleet, manifests, [kill_two_actors, kill_solver_workers_and_a_node])
     assert sorted(done) == sorted(map(str, manifests))
     for manifest, (kind, _) in zip(manifests, TASKS, strict=True):
         result, failure = done[str(manifest)]
@@ -116,11 +122,15 @@ def test_on_a_two_node_cluster(tmp_path, monkeypatch):
         ray.init(address=cluster.address, log_to_driver=False)
         cluster.wait_for_nodes()
 
+        print("up", round(time.time() - T0, 1), flush=True)
         fleet = Fleet(verifiers=2)
         cancel_ends_a_running_task_unknown(fleet, tmp_path)
         manifests = [write_task(tmp_path, f"{kind}_{i}", kind, rows) for i, (kind, rows) in enumerate(TASKS)]
+        print("cancelled", round(time.time() - T0, 1), flush=True)
         faults_change_no_verdict(cluster, fleet, manifests)
+        print("faults", round(time.time() - T0, 1), flush=True)
         warm_rerun_hits_the_shared_cache(fleet, manifests)
+        print("warm", round(time.time() - T0, 1), flush=True)
         for actor in fleet.verifiers:    # free the CPUs of the one node left for the next driver's fleet
             ray.kill(actor)
         verify_workers_joins_the_cluster(cluster, manifests[2])

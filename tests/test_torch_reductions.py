@@ -451,6 +451,10 @@ DIRECT = [
     ("aten.native_group_norm.default", {"input": "p", "weight": None, "bias": None, "N": 2, "C": 4, "HxW": 3,
                                         "group": 2, "eps": 1e-5}),
     ("aten.max.dim", {"self": "z", "dim": -2, "keepdim": True}),
+    ("aten.gt.Scalar", {"self": "x", "other": math.inf}),      # reals are finite: a constant answer
+    ("aten.ne.Scalar", {"self": "x", "other": -math.inf}),
+    ("aten.flip.default", {"self": "z", "dims": [0, -1]}),
+    ("aten.full_like.default", {"self": "x", "fill_value": 0.25}),
 ]
 
 

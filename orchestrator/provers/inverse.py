@@ -104,6 +104,27 @@ def _shift_right(form: Linear | None, bits: int) -> Linear | None:
     return {k: (t, c // d) for k, (t, c) in form[0].items()}, form[1] // d
 
 
+def split(key: str, dividend: z3.BitVecRef, divisor: int) -> tuple[z3.BitVecRef, z3.BitVecRef] | None:
+    """dividend as divisor·A + B: A gathers the affine terms whose coefficients the divisor divides."""
+    form = linearize(simplify(dividend))
+    if form is None:
+        return None
+    atoms, const = form
+    quotient = z3.BitVecVal(const // divisor, 64)
+    remainder = z3.BitVecVal(const % divisor, 64)
+    for _, (term, c) in atoms.items():
+        wide = _as64(term)
+        if c % divisor == 0:
+            quotient = quotient + wide * (c // divisor)
+        else:
+            remainder = remainder + wide * c
+    return simplify(quotient), simplify(remainder)
+
+
+def _as64(term: z3.BitVecRef) -> z3.BitVecRef:
+    return z3.ZeroExt(64 - term.size(), term) if term.size() < 64 else term
+
+
 def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
             e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
     """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""

@@ -16,6 +16,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
 from semantics.axioms import ground_facts
+from semantics.properties import divisions
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -39,13 +40,16 @@ def element_index(access: Access, j: int) -> z3.BitVecRef:
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
-               launch_ok: z3.BoolRef, matcher=None) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
+               launch_ok: z3.BoolRef, matcher=None, divide=None) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
     """The store's lane j against the reference. With a `matcher`, comprehensions proved equal on both
-    sides are first replaced by shared symbols (their equality is then already established)."""
+    sides are first replaced by shared symbols (their equality is then already established); with
+    `divide`, index divisions whose quotient and remainder are proved are replaced by them."""
     index = element_index(access, j)
     expected = reference(index)
     value = access.values[j]
     hypothesis = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel))
+    if divide:
+        expected = divide(expected, hypothesis)
     compared = matcher(hypothesis).rewrite(value, expected) if matcher else (value, expected)
     formula = z3.And(hypothesis, compared[0] != compared[1])
     formula = z3.And(formula, *ground_facts(formula))
@@ -56,7 +60,7 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
 
 
 def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str, Callable], thread: Thread,
-          launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record, reindex: Callable,
+          launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record, provers,
           accepted: dict) -> PropertyResult:
     result = PropertyResult()
     for access in stores:
@@ -65,9 +69,13 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             key = f"equivalence:{buffer.name}:line{access.line}:lane{j}"
 
             def matcher(hypothesis, key=key):
-                return Matcher(hypothesis, reindex, checker, timeout_s, record, accepted, key)
+                return Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key)
 
-            ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher)
+            def divide(term, hypothesis, key=key):
+                return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key)
+
+            ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher,
+                                             divide)
             outcome = checker.check(ob, timeout_s)
             record(ob, outcome)
             if outcome.status == PROVED:

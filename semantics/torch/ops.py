@@ -6,6 +6,10 @@ index (their values are universally quantified); floats are exact reals, transce
 the ideal functions of `semantics.axioms`. Anything not in `OPS` raises `Unsupported` naming the op,
 which the verifier reports as `unknown` — never a pass.
 
+Reductions, contractions, scans, softmax and normalizations are `semantics.torch.reductions`: their
+elements are `Sum`/`MaxFrom`/`MinFrom` comprehensions. An op with several results gives a tuple, and a
+`getitem` node picks one; picking a result that is not modelled (max.dim's indices) is unsupported.
+
 Conventions that kernel-side matching relies on: max(a, b) = If(a >= b, a, b), min(a, b) = If(a <= b,
 a, b), relu(x) = max(x, 0); constants are the exact reals of the values the op computes with (float32
 for f16/bf16/f32 ops — the GPU's compute type — or float64), including ATen's internal constants (gelu's

@@ -359,7 +359,7 @@ def _cumsum(c: Call) -> Lazy:
     j = _bound(c, f"r{dim}")
 
     def at(idx: Index) -> z3.ExprRef:
-        return sum_over(0, idx[dim] + bv(2), j, x.at(idx[:dim] + (j,) + idx[dim + 1:]))
+        return sum_over(0, idx[dim] + bv(1), j, x.at(idx[:dim] + (j,) + idx[dim + 1:]))
     return Lazy.of(x.shape, c.dtype, at)
 
 

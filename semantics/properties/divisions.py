@@ -1,0 +1,65 @@
+"""Division by constants in index terms, taken apart where the solver would otherwise bit-blast a divider.
+
+A reference reads its inputs at indices like `e / 300` and `e % 300` of the output index e, while the
+kernel computed e as `300·c + r`. Proving `(300·c + r) / 300 = c` inside a larger query costs the solver
+a 64-bit divider circuit; here it is one small obligation instead. A hint splits the dividend as
+`K·A + B`; if `K·A + B` equals it without wrap-around (checked at 128 bits) and `B < K`, then the quotient
+is A and the remainder B, and the division is replaced by them. A rejected hint changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from lean_pool.checker import PROVED, Checker, Obligation
+
+
+def _divisions(term: z3.ExprRef) -> list[z3.ExprRef]:
+    found, todo, seen = [], [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_app_of(t, z3.Z3_OP_BUDIV) or z3.is_app_of(t, z3.Z3_OP_BUREM) or \
+                z3.is_app_of(t, z3.Z3_OP_BUDIV_I) or z3.is_app_of(t, z3.Z3_OP_BUREM_I):
+            if z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() > 0:
+                found.append(t)
+        todo.extend(t.children())
+    return found
+
+
+def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: Checker, timeout_s: float,
+            record, accepted: dict, key: str) -> z3.ExprRef:
+    """`term` with every division by a constant that a proved split explains replaced by its parts."""
+    done: dict[tuple[int, int], tuple[z3.BitVecRef, z3.BitVecRef] | None] = {}
+    for division in _divisions(term):
+        dividend, divisor = division.arg(0), division.arg(1).as_long()
+        cache_key = (dividend.get_id(), divisor)
+        if cache_key not in done:
+            name = f"{key}:div{len(done)}"
+            parts = split(name, dividend, divisor)
+            done[cache_key] = parts if parts is not None and _proved(dividend, divisor, parts, hypothesis, checker,
+                                                                   timeout_s, record) else None
+            if done[cache_key] is not None:
+                accepted[name] = parts
+        parts = done[cache_key]
+        if parts is None:
+            continue
+        quotient, remainder = parts
+        is_div = z3.is_app_of(division, z3.Z3_OP_BUDIV) or z3.is_app_of(division, z3.Z3_OP_BUDIV_I)
+        term = z3.substitute(term, (division, quotient if is_div else remainder))
+    return term
+
+
+def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout_s: float, record) -> bool:
+    quotient, remainder = parts
+    wide = z3.ZeroExt(64, quotient) * divisor + z3.ZeroExt(64, remainder)
+    exact = z3.And(z3.ZeroExt(64, dividend) == wide, z3.ULT(remainder, divisor))
+    ob = Obligation(f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence",
+                    z3.And(hypothesis, z3.Not(exact)))
+    outcome = checker.check(ob, timeout_s)
+    record(ob, outcome)
+    return outcome.status == PROVED
