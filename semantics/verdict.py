@@ -23,11 +23,13 @@ from semantics.properties import (
     memory_safety,
     races,
     shared_init,
+    shared_values,
     termination,
 )
 from semantics.properties.common import (
     NOT_CHECKED,
     PROPERTIES,
+    PROVED,
     UNKNOWN,
     VIOLATED,
     Finding,
@@ -135,6 +137,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     results["termination"], bounds = termination.check(effects.loops, provers.bounds, thread, launch, checker,
                                                        per_obligation(), record, hints)
     effects.resolve_loops(bounds)
+    note("values through shared memory")
+    shared_values.resolve(ctx, thread, launch, problem.shared_symbols, provers.inverse, checker, per_obligation(),
+                          record, hints)
     note("memory safety")
     results["memory_safety"] = memory_safety.check(accesses, ctx.buffers, thread, launch_ok, checker,
                                                    per_obligation(), record)
@@ -151,6 +156,10 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     note("equivalence")
     results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
                                           checker, per_obligation(), record, hints)
+    if ctx.assumes_initialized and results["memory_safety"].state != PROVED and \
+            results["equivalence"].state == VIOLATED:
+        results["equivalence"] = PropertyResult(UNKNOWN, ["the values read from shared memory assume every shared "
+                                                          "read is initialised, which is not proved"])
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
     for finding in findings:

@@ -13,7 +13,7 @@ import z3
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Instr, Reg, Sym, Vec
 from semantics.ptx.machine import simplify
-from semantics.ptx.state import Access, ThreadState, address_of, coerce
+from semantics.ptx.state import Access, SharedRead, ThreadState, address_of, coerce
 from semantics.ptx.types import TYPES, types_in
 
 SPACES = {".global": "global", ".shared": "shared", ".local": "local", ".param": "param", ".const": "const"}
@@ -112,7 +112,7 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
                 (buffer.name, i, v, guard, state.phase) for i, v in zip(indices, values, strict=True))
         return []
     sort = z3.RealSort() if _holds_floats(buffer, ins) else z3.BitVecSort(elem_bytes * 8)
-    return [_read_element(state, buffer, i, ins, sort) for i in indices]
+    return [_read_element(state, buffer, i, ins, sort, elem_bytes) for i in indices]
 
 
 def _holds_floats(buffer, ins: Instr) -> bool:
@@ -121,7 +121,7 @@ def _holds_floats(buffer, ins: Instr) -> bool:
     return buffer.is_float
 
 
-def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort) -> z3.ExprRef:
+def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort, elem_bytes: int) -> z3.ExprRef:
     """What a load sees. Before any barrier, a race-free thread sees the buffer's initial contents or its
     own stores; after one, other threads of the block may have written the element, and their values
     are not modelled here (an opaque value makes dependent properties unknown)."""
@@ -129,7 +129,9 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
         raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
     if buffer.role == "input":
         return buffer.contents()(index)
-    if buffer.role == "shared" or state.phase > 0:
+    if buffer.role == "shared" and state.phase > 0 and not state.in_body and state.recording:
+        value = _pending_shared_read(state, buffer, index, ins, sort, elem_bytes)
+    elif buffer.role == "shared" or state.phase > 0:
         value = state.opaque(z3.Const("v", sort), f"values written by other threads of a block "
                                                   f"({buffer.name}, line {ins.line}) are not modelled yet")
     else:
@@ -138,6 +140,16 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
         if name == buffer.name and phase == state.phase:
             value = z3.If(z3.And(guard, i == index), v, value)
     return value
+
+
+def _pending_shared_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort,
+                         elem_bytes: int) -> z3.ExprRef:
+    """A value another thread of the block wrote before a barrier: a placeholder now, resolved after the
+    whole kernel is explored (every path's stores are known then) by `semantics.properties.shared_values`."""
+    symbol = z3.Const(f"shared!{ins.line}!{len(state.ctx.shared_reads)}", sort)
+    state.ctx.shared_reads.append(SharedRead(symbol, buffer.name, simplify(index * elem_bytes), elem_bytes,
+                                             state.phase, state.condition(), ins.line))
+    return symbol
 
 
 def _initial(buffer, index: z3.BitVecRef) -> z3.ExprRef:

@@ -54,6 +54,19 @@ class Access:
                                     # are ordered by a barrier
 
 
+@dataclass(frozen=True)
+class SharedRead:
+    """A load of shared memory after a barrier: `symbol` stands for its value until it is resolved."""
+
+    symbol: z3.ExprRef
+    buffer: str
+    offset: z3.BitVecRef    # byte offset of the element read
+    elem_bytes: int
+    phase: int
+    guard: z3.BoolRef
+    line: int
+
+
 @dataclass
 class KernelContext:
     """What every thread of one launch shares: the kernel, launch, buffers and parameter values."""
@@ -71,6 +84,8 @@ class KernelContext:
     # What the model assumed and the checker must prove, as (description, path condition of the thread):
     # every lane of the thread's warp follows the same path there (warp-synchronous exchanges need it).
     warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
+    shared_reads: list[SharedRead] = field(default_factory=list)
+    assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
 
 
 @dataclass

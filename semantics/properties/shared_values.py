@@ -1,0 +1,116 @@
+"""What a read of shared memory after a barrier sees: the value its last writer stored.
+
+During symbolic execution such a read yields a placeholder (other threads' stores may lie on paths not
+explored yet). Here, with every store known, each placeholder becomes
+
+    If(S₁ writes it, S₁'s value at its writer, If(S₂ writes it, …, opaque))
+
+over the shared stores of earlier phases, latest phase first. The innermost test is dropped (the last
+candidate's value is taken unconditionally): that the read sees *some* earlier store is the shared-read
+initialisation part of memory safety, proved separately; `KernelContext.assumes_initialized` records the
+dependency so that an equivalence refutation is not trusted without it. The writer of a store site is a hint (an
+inverse of the site's offset); an obligation proves it is the *only* thread of the block that site could
+have written the element with, so the If-chain is exact: the latest phase that wrote the element decides,
+and within a phase at most one thread wrote it. (Two writers in one phase would be a race, reported by
+the race check.) A read whose writers cannot be established stays opaque, and properties depending on it
+are unknown.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import z3
+
+from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.properties.races import OTHER, second_thread
+from semantics.ptx.machine import Launch, Thread
+from semantics.ptx.state import Access, KernelContext, SharedRead
+
+
+def _substitute(term: z3.ExprRef, pairs: list) -> z3.ExprRef:
+    return z3.substitute(term, *pairs) if pairs else term
+
+
+def _resolved(access: Access, pairs: list) -> Access:
+    return dataclasses.replace(access, guard=_substitute(access.guard, pairs), offset=_substitute(access.offset, pairs),
+                               values=tuple(_substitute(v, pairs) for v in access.values))
+
+
+class Resolver:
+    def __init__(self, ctx: KernelContext, launch: Launch, shared: set[str], propose: Callable, checker: Checker,
+                 timeout_s: float, record, accepted: dict):
+        self.ctx, self.thread, self.launch, self.shared = ctx, ctx.thread, launch, shared
+        self.propose, self.checker, self.timeout_s, self.record, self.accepted = (propose, checker, timeout_s,
+                                                                                  record, accepted)
+
+    def run(self) -> None:
+        pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+        stores = [a for a in self.ctx.accesses if a.space == "shared" and a.kind == "store"]
+        for read in sorted(self.ctx.shared_reads, key=lambda r: r.phase):
+            value = self._value(read, stores, pairs)
+            pairs.append((read.symbol, value))
+        if pairs:
+            for access in self.ctx.accesses:
+                resolved = _resolved(access, pairs)
+                access.guard, access.offset, access.values = resolved.guard, resolved.offset, resolved.values
+
+    def _value(self, read: SharedRead, stores: list[Access], pairs: list) -> z3.ExprRef:
+        reader_guard, reader_offset = _substitute(read.guard, pairs), _substitute(read.offset, pairs)
+        candidates = sorted((s for s in stores if s.buffer == read.buffer and s.phase < read.phase),
+                            key=lambda s: -s.phase)
+        chain = []
+        for n, store in enumerate(candidates):
+            writes = self._writer(read, _resolved(store, pairs), reader_guard, reader_offset, n)
+            if writes is None:
+                return self._opaque(read, "its writer could not be determined")
+            chain.append(writes)
+        if not chain:
+            return self._opaque(read, "no earlier store wrote it")
+        self.ctx.assumes_initialized = True
+        value = chain[-1][1]
+        for condition, stored in reversed(chain[:-1]):
+            value = z3.If(condition, stored, value)
+        return value
+
+    def _writer(self, read: SharedRead, store: Access, reader_guard, reader_offset, n: int):
+        """(the store's writer wrote the element, the value it wrote), both in the reader's terms."""
+        if store.loops or len(store.values) != 1 or store.elem_bytes != read.elem_bytes:
+            return None
+        tids = list(self.thread.tid)
+        shift = read.elem_bytes.bit_length() - 1
+        key = f"shared_value:line{read.line}:from{store.line}:{n}"
+        hint = self.propose(key, z3.LShR(store.offset, shift), tids, z3.LShR(reader_offset, shift))
+        if hint is None:
+            return None
+        writer = [(t, hint[str(t)]) for t in tids]
+        if not self._unique(store, reader_guard, reader_offset, writer):
+            return None
+        self.accepted[key] = hint
+        in_block = z3.And(*[z3.ULT(w, n) for (_, w), n in zip(writer, self.launch.block, strict=True)])
+        wrote = z3.And(in_block, z3.substitute(store.guard, *writer),
+                       z3.substitute(store.offset, *writer) == reader_offset)
+        return wrote, z3.substitute(store.values[0], *writer)
+
+    def _unique(self, store: Access, reader_guard, reader_offset, writer) -> bool:
+        """No thread of the block but the hinted one writes the element at this store site."""
+        guard, offset, _ = second_thread(store, self.thread, OTHER, self.shared)
+        other_than_hint = z3.Or(*[o != w for o, (_, w) in zip(OTHER.tid, writer, strict=True)])
+        formula = z3.And(self.thread.in_launch(self.launch), reader_guard, OTHER.in_launch(self.launch),
+                         OTHER.same_block(self.thread), guard, offset == reader_offset, other_than_hint)
+        ob = Obligation(f"equivalence: the shared store at line {store.line} has one writer for the read at line "
+                        f"{store.line}", "equivalence", formula)
+        outcome = self.checker.check(ob, self.timeout_s)
+        self.record(ob, outcome)
+        return outcome.status == PROVED
+
+    def _opaque(self, read: SharedRead, why: str) -> z3.ExprRef:
+        name = f"opaque!shared{read.line}.{len(self.ctx.opaque)}"
+        self.ctx.opaque[name] = f"the shared read at line {read.line}: {why}"
+        return z3.Const(name, read.symbol.sort())
+
+
+def resolve(ctx: KernelContext, thread: Thread, launch: Launch, shared: set[str], propose: Callable,
+            checker: Checker, timeout_s: float, record, accepted: dict) -> None:
+    Resolver(ctx, launch, shared, propose, checker, timeout_s, record, accepted).run()
