@@ -7,8 +7,6 @@ cannot be reached is a miss, never an error.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import ray
 from ray.exceptions import RayError
 
@@ -20,8 +18,8 @@ HEAD_NODE = {"node:__internal_head__": 0.001}   # Ray's built-in resource of the
 
 @ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=2)
 class CacheActor:
-    def __init__(self, directory: str | None = None):
-        self.store = DiskLemmaStore(Path(directory) if directory else None)
+    def __init__(self):
+        self.store = DiskLemmaStore()     # $LARK_CACHE_DIR/lemmas of the head node
 
     def get(self, key: str) -> dict | None:
         return self.store.get(key)
@@ -30,8 +28,8 @@ class CacheActor:
         self.store.put(key, entry)
 
 
-def start_cache(name: str, directory: str | None = None):
-    return CacheActor.options(name=name, resources=HEAD_NODE).remote(directory)
+def start_cache(name: str):
+    return CacheActor.options(name=name, resources=HEAD_NODE).remote()
 
 
 class ActorLemmaStore:

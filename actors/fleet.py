@@ -1,8 +1,8 @@
 """A fleet: verify actors, checker actors and the cache actor, and the loop that feeds tasks to them.
 
-Backpressure: each verify actor holds at most `depth` submitted tasks (one running, the rest queued in
+Backpressure: each verify actor holds at most `DEPTH` submitted tasks (one running, the rest queued in
 Ray), the driver keeps everything else, so a 10,000-task batch does not become 10,000 pending calls and a
-lost actor takes at most `depth` tasks with it. Failures, in layers: Ray restarts a dead actor and re-runs
+lost actor takes at most `DEPTH` tasks with it. Failures, in layers: Ray restarts a dead actor and re-runs
 the calls it held (`max_restarts`, `max_task_retries`); when that is exhausted the fleet replaces the actor
 and requeues its tasks, at most `MAX_ATTEMPTS` times per task; a task that still cannot run is reported
 lost (`on_done` with a message), never silently dropped. An exception raised by the verifier itself is a
@@ -26,20 +26,19 @@ from lean_pool.pool import PoolConfig
 from orchestrator.result import Result
 
 MAX_ATTEMPTS = 3
+DEPTH = 2          # tasks submitted to one verify actor at a time: one running, one queued
 OnDone = Callable[[str, Result | None, str | None], None]   # manifest, result or None, failure message
 
 
 class Fleet:
-    def __init__(self, verifiers: int, checkers: int | None = None, cache_dir: str | None = None,
-                 pool: PoolConfig | None = None, depth: int = 2):
-        self.depth = depth
+    def __init__(self, verifiers: int, checkers: int | None = None):
         # Named actors: a restarted verify actor finds them by name (actor handles as constructor arguments
         # would live in the object store, and a restart fails if those are lost). The prefix keeps
         # concurrent fleets on one cluster apart.
         self.prefix = f"lark-{uuid.uuid4().hex[:12]}"
-        self.cache = start_cache(f"{self.prefix}-cache", cache_dir)
+        self.cache = start_cache(f"{self.prefix}-cache")
         self.checkers = [CheckerActor.options(name=f"{self.prefix}-checker-{i}", scheduling_strategy="SPREAD")
-                         .remote(pool or PoolConfig()) for i in range(checkers or verifiers)]
+                         .remote(PoolConfig()) for i in range(checkers or verifiers)]
         self.verifiers = [self._verifier() for _ in range(verifiers)]
 
     def _verifier(self):
@@ -54,7 +53,7 @@ class Fleet:
         load = [0] * len(self.verifiers)
         while waiting or inflight:
             for slot, actor in enumerate(self.verifiers):
-                while waiting and load[slot] < self.depth:
+                while waiting and load[slot] < DEPTH:
                     manifest, attempts = waiting.popleft()
                     ref = actor.run.remote(manifest, timeout_s, solver_s, certificate, witness)
                     inflight[ref] = (manifest, slot, attempts + 1, actor)

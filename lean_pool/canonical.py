@@ -40,14 +40,16 @@ def canonical_text(obligation: Obligation) -> str:
     constants: dict[int, int] = {}      # AST id -> canonical constant number
     lines: list[str] = []
     todo: list[tuple[z3.ExprRef, bool]] = [(t, False) for t in reversed(roots)]
+    opened: set[int] = set()            # expanded once already: a shared subterm is visited once
     while todo:
         t, expanded = todo.pop()
-        if t.get_id() in index:
+        if t.get_id() in index or (not expanded and t.get_id() in opened):
             continue
         children = t.children()
         if not expanded:
+            opened.add(t.get_id())
             todo.append((t, True))
-            todo.extend((c, False) for c in reversed(children))
+            todo.extend((c, False) for c in reversed(children) if c.get_id() not in index)
             continue
         index[t.get_id()] = len(lines)
         lines.append(_node(t, [index[c.get_id()] for c in children], constants))

@@ -6,6 +6,11 @@ character, and division by a constant is printed with z3's internal operators `b
 `bvsdiv_i`, `bvsrem_i`, `bvsmod_i`, which z3 defines to equal the standard ones on every input, a zero
 divisor included. `standard_smt2` rewrites exactly these, token by token, so that z3 and cvc5 can be
 handed the same standard text. A fresh cvc5 instance decides each obligation (STYLE 9).
+
+One clash is cvc5's own: under logic ALL it has transcendental functions built in (`exp`, `sin`, `sqrt`,
+...) and refuses a declaration of the same name, while the semantics declares its ideal functions as
+uninterpreted functions with exactly those names. `unshadow` renames such a declared function apart,
+everywhere in the text, to a fresh name; renaming an uninterpreted symbol does not change satisfiability.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ _LEXEME = re.compile(r'\|[^|]*\||"(?:[^"]|"")*"|;[^\n]*|[()]|\s+|[^\s()|";]+|.',
 _SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][0-9A-Za-z~!@$%^&*_\-+=<>.?/]*")
 _NOT_A_SYMBOL = tuple("0123456789#:|\";()") + (" ", "\t", "\n", "\r")
 Z3_INTERNAL_OPERATORS = {f"bv{op}_i": f"bv{op}" for op in ("udiv", "urem", "sdiv", "srem", "smod")}
+CVC5_TRANSCENDENTALS = frozenset({"exp", "sin", "cos", "tan", "csc", "sec", "cot", "arcsin", "arccos", "arctan",
+                                  "arccsc", "arcsec", "arccot", "sqrt"})
 
 
 def standard_smt2(text: str, rename_internal: bool = True) -> str:
@@ -37,6 +44,20 @@ def standard_smt2(text: str, rename_internal: bool = True) -> str:
                 lexeme = f"|{lexeme}|"
         out.append(lexeme)
     return "".join(out)
+
+
+def unshadow(text: str) -> str:
+    """`text` with each declared function named like a cvc5 built-in renamed to an unused name."""
+    lexemes = _LEXEME.findall(text)
+    atoms = [x for x in lexemes if not x.isspace()]
+    declared = {atoms[i + 1] for i, x in enumerate(atoms[:-1]) if x in ("declare-fun", "declare-const")}
+    renamed = {}
+    for name in sorted(declared & CVC5_TRANSCENDENTALS):
+        fresh = f"{name}.ideal"
+        while fresh in atoms:
+            fresh += "'"
+        renamed[name] = f"|{fresh}|"
+    return "".join(renamed.get(x, x) for x in lexemes)
 
 
 class Cvc5Checker:
@@ -57,10 +78,11 @@ class Cvc5Checker:
         solver = cvc5.Solver(terms)
         solver.setOption("tlimit-per", str(max(int(timeout_s * 1000), 1)))
         solver.setOption("seed", str(self.seed))
+        solver.setOption("nl-cov", "true")   # complete for nonlinear real arithmetic (x / (1 + e^-x) and alike)
         solver.setLogic("ALL")
         symbols = cvc5.SymbolManager(terms)
         parser = cvc5.InputParser(solver, symbols)
-        parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, standard_smt2(text), "obligation")
+        parser.setStringInput(cvc5.InputLanguage.SMT_LIB_2_6, unshadow(standard_smt2(text)), "obligation")
         try:
             while not (command := parser.nextCommand()).isNull():
                 if command.getCommandName() != "check-sat":

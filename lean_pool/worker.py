@@ -3,8 +3,9 @@
 Started by `lean_pool.process.WorkerProcess` in its own session. It limits its own address space (here,
 not in a `preexec_fn`, which is unsafe when the parent has threads, as a Ray actor does) and announces
 itself with a `ready` line. Each request is solved in a fresh z3 solver with
-the pool's seed and work limit (STYLE 9). The z3 timeout is only a backstop for an orphaned worker: the
-pool enforces the obligation's timeout by killing this process.
+the pool's seed and work limit (STYLE 9). The pool enforces the obligation's timeout by killing this
+process; the z3 timeout is only a backstop for an orphan, which exits at the end of its stdin once its
+parent is gone (a `kill -9`ed actor cannot stop its workers).
 
 Request: {"id": n, "smt2": text, "timeout_s": t}. The text declares `w!name` constants equal to the
 witness terms (`Obligation.smt2_with_witnesses`); a sat answer reports their values under `name`.

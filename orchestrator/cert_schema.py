@@ -78,9 +78,10 @@ class Term(_Strict):
     sexpr: str
 
 
-# An accepted prover hint, as the semantics keeps it (Report.hints): one term for a `termination:*` key
-# (an iteration bound), a map of variable name -> term for a `coverage:*` key (the writer of element `e`).
-Hint = Term | dict[str, Term]
+# An accepted prover hint, as the semantics keeps it (Report.hints): one term (a loop's exit iteration, a
+# reindexing), a map of variable name -> term (the writer of output element `e`), or a list of terms (the
+# quotient and remainder of an index division).
+Hint = Term | list[Term] | dict[str, Term]
 
 
 class ProvedObligation(_Strict):

@@ -64,9 +64,16 @@ def term_from_json(term: Term) -> z3.ExprRef:
     return definition.arg(1)
 
 
+def hint_to_json(hint: object) -> Hint:
+    if isinstance(hint, dict):
+        return {name: term_to_json(t) for name, t in hint.items()}
+    if isinstance(hint, tuple):
+        return [term_to_json(t) for t in hint]
+    return term_to_json(hint)
+
+
 def hints_to_json(hints: dict[str, object]) -> dict[str, Hint]:
-    return {key: {name: term_to_json(t) for name, t in hint.items()} if isinstance(hint, dict)
-            else term_to_json(hint) for key, hint in sorted(hints.items())}
+    return {key: hint_to_json(hint) for key, hint in sorted(hints.items())}
 
 
 class BadHint(Exception):
@@ -75,27 +82,31 @@ class BadHint(Exception):
 
 def hint_from_json(key: str, hint: Hint) -> object:
     try:
-        return {name: term_from_json(t) for name, t in hint.items()} if isinstance(hint, dict) \
-            else term_from_json(hint)
+        if isinstance(hint, dict):
+            return {name: term_from_json(t) for name, t in hint.items()}
+        if isinstance(hint, list):
+            return tuple(term_from_json(t) for t in hint)
+        return term_from_json(hint)
     except (z3.Z3Exception, ValueError) as exc:
         raise BadHint(f"hint {key} does not parse: {exc}") from None
 
 
 def replay_provers(lookup: Callable[[str], object | None]) -> Provers:
-    """Provers that propose `lookup(key)` for a key, or nothing when it gives None. A hint of the wrong
-    shape for its key (a term where writers are asked for, or the reverse) is a BadHint."""
-    def asking_for(shape: type) -> Callable:
+    """Provers that propose `lookup(key)` for a key, or nothing when it gives None. A hint of another shape
+    than its hint source gives (a term, a map of terms, a pair of terms) is a BadHint."""
+    def asking_for(shape: type, what: str) -> Callable:
         def propose(key: str, *_asked) -> object | None:
             hint = lookup(key)
             if hint is not None and not isinstance(hint, shape):
-                raise BadHint(f"hint {key} is not the {'map of terms' if shape is dict else 'term'} its key asks for")
+                raise BadHint(f"hint {key} is not the {what} its key asks for")
             return hint
         return propose
 
-    term, writers = asking_for(z3.ExprRef), asking_for(dict)
+    term = asking_for(z3.ExprRef, "term")
 
     def bounds(key: str, _loop) -> list:
         hint = term(key)
         return [] if hint is None else [hint]
 
-    return Provers(inverse=writers, bounds=bounds, reindex=term)
+    return Provers(inverse=asking_for(dict, "map of terms"), bounds=bounds, reindex=term,
+                   split=asking_for(tuple, "pair of terms"))

@@ -1,9 +1,9 @@
 """`lark check` for witnesses: a refutation replays on the semantics, apart from the search that found it.
 
 The task is re-derived (same identity checks as a certificate) and its accesses recomputed by the trusted
-semantics, executed as `verify` executes it: loop exits come from the recorded hints, each proved again
-before it is used. Each finding is then replayed with the obligation the verifier itself builds for that
-access, the witness's concrete values substituted in:
+semantics, executed as `verify` executes it (mirrored in `site`): loop exits and shared-memory writers come
+from the recorded hints, each proved again before it is used. Each finding is then replayed with the
+obligation the verifier itself builds for that access, the witness's concrete values substituted in:
 * memory_safety: the thread (and loop iterations) performs the access at the recorded byte offset and it
   is out of bounds or misaligned (the obligation is satisfiable), and those iterations are really reached;
 * race_freedom: the two threads' accesses overlap while concurrent (the race obligation is satisfiable),
@@ -29,7 +29,7 @@ from orchestrator.cert_identity import Rejected, rederive
 from orchestrator.cert_schema import Witness
 from orchestrator.cert_terms import BadHint, hint_from_json, replay_provers
 from semantics.errors import Unsupported
-from semantics.properties import coverage, equivalence, memory_safety, races, termination
+from semantics.properties import coverage, equivalence, memory_safety, races, shared_values, termination
 from semantics.properties.common import escape, thread_witness
 from semantics.ptx.bind import bind
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
@@ -66,16 +66,22 @@ class Site:
 
 
 def site(problem: Problem, hints: dict[str, object]) -> Site:
-    """Bind and execute as `verify` does. Reach guards get no iteration bound (a sound over-approximation);
-    a witness's iterations are checked exactly by `_reached`."""
+    """Bind, execute and resolve shared-memory values as `verify` does, every hint proved again before use.
+    Reach guards get no iteration bound (a sound over-approximation); a witness's iterations are checked
+    exactly by `_reached`."""
     ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers)
-    bounds = replay_provers(hints.get).bounds
+    provers = replay_provers(hints.get)
+
+    def ignore(_ob: Obligation, _outcome: Outcome) -> None:
+        return None
 
     def exit_oracle(loop, key: str) -> z3.BitVecRef | None:
-        return termination.exact_exit(loop, key, bounds, ctx.thread, problem.launch, Z3Checker(), TIMEOUT_S,
-                                      lambda ob, outcome: None, {})
+        return termination.exact_exit(loop, key, provers.bounds, ctx.thread, problem.launch, Z3Checker(),
+                                      TIMEOUT_S, ignore, {})
 
     execute(problem.kernel, ctx, exit_oracle).resolve_loops({})
+    shared_values.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, provers.inverse, Z3Checker(),
+                          TIMEOUT_S, ignore, {})
     launch_ok = z3.And(ctx.thread.in_launch(problem.launch), *ctx.assumptions)
     return Site(problem, ctx.thread, problem.launch, launch_ok, ctx.accesses, ctx.buffers)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from orchestrator import cert_schema
 from orchestrator.cert_identity import identity
-from orchestrator.cert_terms import hints_to_json, obligation_text, replay_provers
+from orchestrator.cert_terms import BadHint, hints_to_json, obligation_text, replay_provers
 from orchestrator.pipeline import Prepared
 from semantics.axioms import AXIOM_TABLE_VERSION
 from semantics.verdict import Report, verify
@@ -48,7 +48,10 @@ def _common(manifest: Path, document: Path, prepared: Prepared, report: Report) 
 
 def certificate(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Certificate:
     """The certificate of a verified report, to be written at `path` (the manifest is named relative to it)."""
-    proof = verify(prepared.problem, Z3Checker(), replay_provers(report.hints.get))
+    try:
+        proof = verify(prepared.problem, Z3Checker(), replay_provers(report.hints.get))
+    except BadHint as exc:
+        raise NoCertificate(f"an accepted hint cannot be replayed: {exc}") from None
     if proof.verdict != "verified":
         raise NoCertificate(f"replaying the accepted hints gives {proof.verdict}: {proof.reason}")
     proved = [_proved(ob, outcome) for ob, outcome in proof.obligations if outcome.status == PROVED]

@@ -29,6 +29,7 @@ from actors.fleet import Fleet  # noqa: E402
 from tests.tiny_tasks import expected, write_task  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("semantics", "lean_pool", "orchestrator", "protos")
 # Each verify actor takes two tasks at first. The first task fails at intake at once; the next three capture
 # references nobody captured before, which keeps both actors busy for seconds when the first completes.
 # The last two reuse the reference that the cancelled task captured.
@@ -111,6 +112,14 @@ def verify_workers_joins_the_cluster(cluster: Cluster, manifest: Path) -> None:
     result = json.loads(proc.stdout)
     assert (proc.returncode, result["verdict"]) == (1, "refuted"), proc.stderr
     assert result["findings"][0]["witness"]["element_index"] >= 0
+
+
+def test_ray_is_imported_only_in_actors():
+    """STYLE 5: the trusted core and the orchestrator are plain Python; Ray stays behind `actors/`."""
+    offenders = [str(path.relative_to(REPO)) for package in PACKAGES for path in (REPO / package).rglob("*.py")
+                 if any(line.lstrip().startswith(("import ray", "from ray"))
+                        for line in path.read_text(encoding="utf-8").splitlines())]
+    assert offenders == []
 
 
 def test_on_a_two_node_cluster(tmp_path, monkeypatch):

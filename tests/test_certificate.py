@@ -287,3 +287,12 @@ def test_z3_text_is_made_standard_for_cvc5() -> None:
         "(declare-fun |tid.x'| () (_ BitVec 8))\n(assert (= (bvudiv |tid.x'| #x00) #x01))\n(check-sat)\n"
     assert Cvc5Checker().check_text(text, 10).status == PROVED      # x / 0 is all ones, never 1
     assert Cvc5Checker().check_text(text.replace("#x01", "#xff"), 10).status == REFUTED
+
+
+def test_ideal_functions_do_not_clash_with_cvc5_builtins() -> None:
+    """The semantics' uninterpreted `exp` is not cvc5's transcendental `exp` (logic ALL has it built in)."""
+    declare = "(declare-fun exp (Real) Real)\n(declare-fun v () Real)\n"
+    assert Cvc5Checker().check_text(declare + "(assert (= (exp 0.0) 2.0))\n", 30).status == REFUTED
+    silu = "(assert (> (exp (- v)) 0.0))\n" \
+           "(assert (distinct (/ v (+ 1.0 (exp (- v)))) (* v (/ 1.0 (+ (exp (- v)) 1.0)))))"
+    assert Cvc5Checker().check_text(declare + silu, 30).status == PROVED

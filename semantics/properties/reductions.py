@@ -80,9 +80,12 @@ def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 
 def _subterms(term: z3.ExprRef) -> list[z3.ExprRef]:
-    out, todo = [], [term.body() if z3.is_quantifier(term) else term]
+    out, todo, seen = [], [term.body() if z3.is_quantifier(term) else term], set()
     while todo:
         t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
         out.append(t)
         todo.extend(t.body() if z3.is_quantifier(c) else c for c in t.children())
     return out
@@ -123,6 +126,9 @@ def _size128(family: Family) -> z3.BitVecRef:
     return z3.ZeroExt(64, family.hi) - z3.ZeroExt(64, family.lo)
 
 
+MAX_ATTEMPTS = 12  # pairings tried per store lane: matching is search, and unmatched terms just stay unknown
+
+
 class Matcher:
     """Proves comprehension pairs equal under a hypothesis, recording every obligation."""
 
@@ -136,6 +142,7 @@ class Matcher:
         self.accepted = accepted
         self.key = key
         self.count = 0
+        self.attempts = 0
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
         ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
@@ -180,6 +187,9 @@ class Matcher:
         return kernel, reference
 
     def _equal(self, kernel_terms: list[z3.ExprRef], cr: z3.ExprRef) -> bool:
+        self.attempts += 1
+        if self.attempts > MAX_ATTEMPTS:
+            return False
         ref = open_family(cr, "m!", split=False)
         for split in (True, False):
             families = [open_family(ck, f"j{n}!", split) for n, ck in enumerate(kernel_terms)]
@@ -271,6 +281,8 @@ class Matcher:
             if f.init is None:
                 continue
             m0 = self.reindex(f"{key}:init{n}", f.init, None, h, ref.var)
+            if m0 is not None:
+                self.accepted[f"{key}:init{n}"] = m0
             choices = [f.init == ref.init] if ref.init is not None else []
             if m0 is not None:
                 choices.append(z3.And(_in(ref, m0), f.init == z3.substitute(h, (ref.var, m0))))
@@ -284,6 +296,7 @@ class Matcher:
             for i, lane in enumerate(f.lanes):
                 j0 = self.reindex(f"{key}:refinit{n}.{i}", ref.init, None, lane, f.var)
                 if j0 is not None:
+                    self.accepted[f"{key}:refinit{n}.{i}"] = j0
                     choices.append(z3.And(_in(f, j0), ref.init == z3.substitute(lane, (f.var, j0))))
         return self._proved("the reference's initial value is a kernel element",
                             z3.Not(z3.Or(choices) if choices else z3.BoolVal(False)))

@@ -38,12 +38,14 @@ def _writes(store: Access, load: Access, guard, offset) -> z3.BoolRef:
                   z3.BoolVal(store.phase < load.phase))
 
 
-def _hinted_writer(store: Access, load: Access, thread: Thread, block: tuple, propose: Callable, key: str):
+def _hinted_writer(store: Access, load: Access, thread: Thread, block: tuple, propose: Callable, key: str,
+                   hints: dict):
     """The store performed by the thread the prover names as the load's writer, or None."""
     tids = list(thread.tid)
     hint = propose(key, _element(store, store.offset), tids, _element(store, load.offset))
     if hint is None:
         return None
+    hints[key] = hint
     subst = [(v, hint[str(v)]) for v in tids]
     writer = [z3.And(*[z3.ULT(hint[str(t)], n) for t, n in zip(tids, block, strict=True)])]
     return z3.And(*writer, _writes(store, load, z3.substitute(store.guard, *subst),
@@ -60,15 +62,16 @@ def check(accesses: list[Access], thread: Thread, launch: Launch, shared_symbols
             result.downgrade(UNKNOWN, f"the shared read at line {load.line} may read a value written in a loop")
             continue
         keys = [f"shared_init:line{load.line}:from{s.line}" for s in candidates]
+        proposed: dict = {}
         writers = [w for s, key in zip(candidates, keys, strict=True)
-                   if (w := _hinted_writer(s, load, thread, launch.block, propose, key)) is not None]
+                   if (w := _hinted_writer(s, load, thread, launch.block, propose, key, proposed)) is not None]
         formula = z3.And(thread.in_launch(launch), load.guard, z3.Not(z3.Or(writers)) if writers else z3.BoolVal(True))
         ob = Obligation(f"memory_safety: the shared read at line {load.line} reads a written value", "memory_safety",
                         formula, thread_witness(thread, load.loops))
         outcome = checker.check(ob, timeout_s)
         record(ob, outcome)
         if outcome.status == PROVED:
-            accepted.update({key: True for key in keys})
+            accepted.update(proposed)
             continue
         if outcome.status == REFUTED and not mentions_opaque(load.guard) and not load.loops:
             if _no_writer_at_all(load, candidates, thread, launch, shared_symbols, outcome, checker, timeout_s):

@@ -7,7 +7,8 @@ that each whole sequence equals its ideal function. This module recognises the s
 by one pseudo-instruction `lark.ideal.<fn>.<type> d, x` whose meaning is `d = fn(x)` (`ideal_call`).
 
 Idioms are data: each is the PTX text nvcc 13.0 emits for `y = f(x)` (`%x` the argument, `%y` the result at
-the end of the text). Recognition is by value, not by text:
+the end of the text; constants written inline, which is the same term as nvcc's `mov.f32 %f, const`).
+Recognition is by value, not by text:
 
 * A small abstract interpreter (`_TermBuilder`) gives every register, at every program point, a *term*: a
   hash-consed expression over the instruction's full opcode (every modifier included) and the terms of
@@ -17,7 +18,8 @@ the end of the text). Recognition is by value, not by text:
   at a label where forward paths meet, a register that differs is `phi` over the branch conditions that
   separate the paths (gated SSA); anything else (a loop header, paths of unrelated origin) is an opaque
   term that matches nothing. Only pure instructions (a deterministic function of their operands) build
-  terms; loads, atomics, shuffles, carries get fresh opaque terms.
+  terms; loads, atomics, shuffles, carries, and special registers other than %tid/%ntid/%ctaid/%nctaid
+  (e.g. %clock) get a fresh opaque term at each read.
 * The template text is run through the same interpreter; the idiom matches where a kernel term equals the
   template's result term with `%x` bound to one kernel term: same opcodes and modifiers, same constants
   bit for bit, same dataflow and control flow. The operands of add, mul and fma may be swapped (IEEE
@@ -795,7 +797,8 @@ def rewrite_idioms(kernel: Kernel) -> tuple[Kernel, list[str]]:
         candidates |= mine
         computed = {i for t in m.internal if terms.nodes[t][0] != "const" for i in producers.get(t, ())}
         first = body[min(computed | ({m.index} if not m.at_label or not computed else set()))]
-        pseudo = Instr(PSEUDO, (f".{m.idiom.fn}", m.idiom.type), (m.dst, m.src), None, first.line, first.loc)
+        pseudo = Instr(PSEUDO, (f".{m.idiom.fn}", m.idiom.type), (m.dst, m.src), None, first.line,
+                       getattr(first, "loc", None))
         if m.addend is not None:
             tmp = Reg(f"%lark_idiom{n}")
             regs[tmp.name] = m.idiom.type

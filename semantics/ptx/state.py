@@ -7,7 +7,6 @@ instruction's type suffix expects and refuses coercions that would need bit-leve
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass, field
 
 import z3
@@ -20,12 +19,9 @@ from semantics.ptx.types import PtxType
 
 Value = z3.ExprRef | Pointer
 
-_fresh_ids = itertools.count()
-
-
-def fresh_like(value: Value, hint: str) -> Value:
-    """A fresh unconstrained value of the same kind (used for loop headers and dead registers)."""
-    n = next(_fresh_ids)
+def fresh_like(value: Value, hint: str, n: int) -> Value:
+    """A fresh unconstrained value of the same kind (used for loop headers and dead registers); `n` comes
+    from the execution's own counter, so names (and obligation texts) do not depend on earlier runs."""
     if isinstance(value, Pointer):
         return Pointer(value.space, value.buffer, z3.BitVec(f"{hint}.off!{n}", 64))
     return z3.Const(f"{hint}!{n}", value.sort())
@@ -86,6 +82,12 @@ class KernelContext:
     warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
     shared_reads: list[SharedRead] = field(default_factory=list)
     assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
+    counter: list[int] = field(default_factory=lambda: [0])
+
+    def fresh(self) -> int:
+        """The next number for a fresh symbol of this execution."""
+        self.counter[0] += 1
+        return self.counter[0]
 
 
 @dataclass
@@ -112,7 +114,7 @@ class ThreadState:
     def opaque(self, like: z3.ExprRef, why: str) -> z3.ExprRef:
         """A value this model does not compute (it comes from other threads): any property that depends on
         it is unknown, with `why` as the reason."""
-        name = f"opaque!{next(_fresh_ids)}"
+        name = f"opaque!{self.ctx.fresh()}"
         self.ctx.opaque[name] = why
         return z3.Const(name, like.sort())
 

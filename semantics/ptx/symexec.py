@@ -249,7 +249,7 @@ class Executor:
                 body_state.regs[r] = body_state.opaque(st.regs[r], f"the value carried in {r} by the {where} (not "
                                                                    f"a sum, max or min accumulation)")
             elif r in st.regs:
-                body_state.regs[r] = fresh_like(st.regs[r], r)  # dead at the header (checked above)
+                body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
                 body_state.regs.pop(r, None)
         body_state.path.append(info.placeholder)
@@ -373,7 +373,7 @@ class Executor:
         symbols = {}
         for r in written:
             if r in st.regs:
-                generic.regs[r] = symbols[r] = fresh_like(st.regs[r], r)
+                generic.regs[r] = symbols[r] = fresh_like(st.regs[r], r, self.ctx.fresh())
             else:
                 generic.regs.pop(r, None)
         nexts: list[dict] = []
