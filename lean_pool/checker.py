@@ -18,6 +18,7 @@ from typing import Protocol
 import z3
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
+DEFAULT_RLIMIT, DEFAULT_SEED = 50_000_000, 0   # z3's work limit and seed, the same in every backend process
 WITNESS_PREFIX = "w!"   # names of the witness definitions in `Obligation.smt2_with_witnesses`
 SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][A-Za-z0-9~!@$%^&*_\-+=<>.?/]*")
 
@@ -110,7 +111,7 @@ class Z3Checker:
 
     name = "z3"
 
-    def __init__(self, rlimit: int = 50_000_000, seed: int = 0):
+    def __init__(self, rlimit: int = DEFAULT_RLIMIT, seed: int = DEFAULT_SEED):
         self.rlimit = rlimit
         self.seed = seed
 

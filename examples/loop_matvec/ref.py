@@ -1,0 +1,20 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    def forward(self, A, v):
+        return torch.matmul(A, v)
+
+
+M = 4096
+K = 4096
+
+
+def get_inputs():
+    return [torch.randn(M, K), torch.randn(K, 1)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,20 @@
+"""An obligation's text in a fresh z3 context: the one way worker processes and in-process replays solve.
+
+z3's search follows AST ids, so in a long-lived process the same query can take far longer than in a new
+one (and a model differs). A fresh context per obligation, with a fixed seed and work limit, makes a run
+depend on the text alone (STYLE 9): a worker and an in-process repeat of its work find the same model.
+"""
+
+from __future__ import annotations
+
+import z3
+
+
+def fresh_solver(text: str, timeout_s: float, seed: int, rlimit: int) -> z3.Solver:
+    """A solver holding `text`, in a context of its own; raises z3.Z3Exception if the text does not parse."""
+    solver = z3.Solver(ctx=z3.Context())
+    solver.set("timeout", max(int(timeout_s * 1000), 1))
+    solver.set("rlimit", rlimit)
+    solver.set("random_seed", seed)
+    solver.from_string(text)
+    return solver
