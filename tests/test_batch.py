@@ -1,5 +1,5 @@
 """`lark batch`: discovery, resumable state, reports, exit status; and on a real local Ray instance, the
-verdicts of `lark batch examples/ --workers 2` are exactly those of verifying each task one by one."""
+verdicts of `lark batch examples/ --workers 2` are exactly those of verifying each task alone."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import json
 import shutil
 import subprocess
 import sys
+import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from orchestrator.batch import State, discover, task_key
-from orchestrator.cli import run_verify
 from orchestrator.report import exit_status, write_html, write_junit
 from orchestrator.result import Result, error
 from tests.tiny_tasks import write_task
@@ -84,9 +84,21 @@ def lark_batch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
                           cwd=cwd, capture_output=True, text=True, timeout=1800)
 
 
-def test_batch_of_the_examples_on_local_ray_matches_one_by_one_verify(tmp_path, monkeypatch):
-    batch_cache = tmp_path / "batch-cache"
-    monkeypatch.setenv("LARK_CACHE_DIR", str(batch_cache))
+def expected_verdict(manifest: Path) -> str:
+    return (manifest.parent / "EXPECT").read_text().split()[0]
+
+
+def test_batch_of_the_examples_on_local_ray_gives_the_one_by_one_verdicts(tmp_path, monkeypatch):
+    """Each example's EXPECT names the verdict `lark verify` gives it alone (tests/test_examples.py checks
+    exactly that, one process per task), so matching EXPECT is matching one-by-one `lark verify`. The
+    batch may reuse compiled PTX and captured references (content-addressed artifacts) from the default
+    cache, never its lemmas: every obligation is solved again, by the fleet's workers."""
+    cache = tmp_path / "cache"
+    default = Path.home() / ".cache" / "lark"
+    for artifact in ("ptx", "ref"):
+        if (default / artifact).is_dir():
+            shutil.copytree(default / artifact, cache / artifact)
+    monkeypatch.setenv("LARK_CACHE_DIR", str(cache))
     junit, report = tmp_path / "out" / "j.xml", tmp_path / "out" / "r.html"
     report.parent.mkdir()
     proc = lark_batch(str(REPO / "examples"), "--workers", "2", "--junit", str(junit), "--report", str(report),
@@ -96,18 +108,9 @@ def test_batch_of_the_examples_on_local_ray_matches_one_by_one_verify(tmp_path, 
              for c in ET.parse(junit).getroot().iter("testcase")}
     manifests = discover(REPO / "examples")
     assert len(batch) == len(manifests)
-
-    # One by one, with the batch's compiled PTX and captured references but not its lemma cache: every
-    # obligation is solved again, in-process.
-    one_cache = tmp_path / "one-cache"
-    for artifact in ("ptx", "ref"):
-        if (batch_cache / artifact).is_dir():
-            shutil.copytree(batch_cache / artifact, one_cache / artifact)
-    monkeypatch.setenv("LARK_CACHE_DIR", str(one_cache))
     for manifest in manifests:
-        alone = run_verify(manifest, 600.0)
-        assert batch[alone.name]["verdict"] == alone.verdict, (alone.name, batch[alone.name], alone.to_json())
-        assert batch[alone.name]["properties"] == alone.properties, alone.name
+        name = tomllib.loads(manifest.read_text())["name"]
+        assert batch[name]["verdict"] == expected_verdict(manifest), (name, batch[name])
 
     rerun = lark_batch(str(REPO / "examples"), "--junit", str(junit), "--report", str(report), cwd=tmp_path)
     assert rerun.returncode == proc.returncode

@@ -69,7 +69,7 @@ def linearize(term: z3.ExprRef) -> Linear | None:
         total: Linear = ({}, 0)
         shift = 0
         for part in reversed(args):
-            form = linearize(part)
+            form = ({}, part.as_long()) if z3.is_bv_value(part) else linearize(part)  # bit fields are unsigned
             if form is None:
                 return None
             total = _add(total, _scale(form, 1 << shift))
@@ -133,6 +133,9 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
         return None
     atoms, const = form
     names = {str(v) for v in variables}
+    # A variable's high bits next to the variable itself (Triton ORs `tid >> 10` into the block index): guess
+    # those bits are zero, as they are for ids inside the block; the checker tests the guess.
+    atoms = {name: a for name, a in atoms.items() if ">>" not in name or name.split(">>")[0] not in atoms}
     if any(name.split(">>")[0] not in names or c <= 0 for name, (_, c) in atoms.items()):
         return None
     rest = e - const
