@@ -25,8 +25,10 @@ def ray_session(workers: int | None = None, address: str | None = None) -> Itera
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
     else:
-        ray.init(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False, runtime_env=runtime_env,
-                 log_to_driver=False)
+        # address="local": a new instance even when another cluster runs on this machine (a plain
+        # ray.init() would join the one started last).
+        ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                 runtime_env=runtime_env, log_to_driver=False)
     try:
         yield workers or _cpus()
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,6 +47,10 @@ def _quoting(terms: list[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     return pairs
 
 
+# z3's default context is shared by every thread of the process and is not thread-safe: threads that build
+# obligation texts concurrently (a pool serving several callers) take this lock.
+Z3_LOCK = threading.RLock()
+
 @dataclass(frozen=True)
 class Obligation:
     """`formula` must be unsat for the property to hold. `witness` names terms whose values a model
@@ -57,9 +62,10 @@ class Obligation:
     witness: dict[str, z3.ExprRef] = field(default_factory=dict)
 
     def smt2(self) -> str:
-        solver = z3.Solver()
-        solver.add(self.formula)
-        return solver.to_smt2()
+        with Z3_LOCK:
+            solver = z3.Solver()
+            solver.add(self.formula)
+            return solver.to_smt2()
 
     def digest(self) -> str:
         return hashlib.sha256(self.smt2().encode()).hexdigest()
@@ -68,12 +74,13 @@ class Obligation:
         """The text that crosses process boundaries (solver workers, actors): the formula plus one definition
         `w!name = term` per witness term, so that a solver elsewhere can report witness values by name, with
         names quoted so that it parses back. Equisatisfiable with `smt2()`."""
-        terms = [self.formula, *(z3.Const(_quote(WITNESS_PREFIX + name), term.sort()) == term
-                                 for name, term in self.witness.items())]
-        pairs = _quoting(terms)
-        solver = z3.Solver()
-        solver.add(*(z3.substitute(t, *pairs) for t in terms) if pairs else terms)
-        return solver.to_smt2()
+        with Z3_LOCK:
+            terms = [self.formula, *(z3.Const(_quote(WITNESS_PREFIX + name), term.sort()) == term
+                                     for name, term in self.witness.items())]
+            pairs = _quoting(terms)
+            solver = z3.Solver()
+            solver.add(*(z3.substitute(t, *pairs) for t in terms) if pairs else terms)
+            return solver.to_smt2()
 
 
 @dataclass
