@@ -15,7 +15,17 @@ import time
 
 import z3
 
-from lean_pool.checker import DEFAULT_RLIMIT, DEFAULT_SEED, REFUTED, UNKNOWN, Checker, Obligation, Outcome, model_value
+from lean_pool.checker import (
+    DEFAULT_RLIMIT,
+    DEFAULT_SEED,
+    REFUTED,
+    UNKNOWN,
+    Checker,
+    Obligation,
+    Outcome,
+    Z3Checker,
+    model_value,
+)
 from lean_pool.fresh import fresh_solver
 
 
@@ -42,6 +52,12 @@ class LocalModels:
             return outcome
         start = time.monotonic()
         model = _repeat(obligation.smt2_with_witnesses(), timeout_s)
+        if isinstance(model, str):
+            # Parsed back from text, z3 may pick a different strategy (nonlinear real arithmetic with
+            # uninterpreted functions is where it shows); the in-process formula is the same obligation.
+            direct = Z3Checker().check(obligation, timeout_s)
+            if direct.status == REFUTED and direct.z3_model is not None:
+                model = direct.z3_model
         seconds = outcome.seconds + time.monotonic() - start
         if isinstance(model, str):
             return Outcome(UNKNOWN, outcome.backend, seconds, cached=outcome.cached,

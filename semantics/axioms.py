@@ -17,6 +17,8 @@ from dataclasses import dataclass
 import mpmath
 import z3
 
+from semantics.terms import subterms
+
 AXIOM_TABLE_VERSION = "2026.11.1"
 
 
@@ -116,13 +118,5 @@ FACTS: dict[str, Callable[[z3.ExprRef, z3.ExprRef], z3.BoolRef]] = {
 
 def ground_facts(formula: z3.ExprRef) -> list[z3.BoolRef]:
     """The FACTS rows for each ideal-function application occurring in `formula`."""
-    facts, todo, seen = [], [formula], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name()):
-            facts.append(FACTS[t.decl().name()](t, t.arg(0)))
-        todo.extend(t.children())
-    return facts
+    return [FACTS[t.decl().name()](t, t.arg(0)) for t in subterms(formula)
+            if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name())]

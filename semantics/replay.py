@@ -16,6 +16,7 @@ import z3
 
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.terms import subterms
 
 mpmath.mp.dps = 50
 MAX_EXPANDED_TERMS = 1 << 16
@@ -141,13 +142,7 @@ def _number(v: z3.ExprRef) -> object:
 
 
 def _has_reals(term: z3.ExprRef) -> bool:
-    todo = [term]
-    while todo:
-        t = todo.pop()
-        if z3.is_real(t):
-            return True
-        todo.extend(t.children())
-    return False
+    return any(z3.is_real(t) for t in subterms(term))
 
 
 def differ(a: object, b: object) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import z3
 
 from semantics.ptx.machine import simplify
+from semantics.terms import constants
 
 COMPARISONS = {z3.Z3_OP_SLEQ, z3.Z3_OP_SLT, z3.Z3_OP_SGEQ, z3.Z3_OP_SGT, z3.Z3_OP_ULEQ, z3.Z3_OP_ULT,
                z3.Z3_OP_UGEQ, z3.Z3_OP_UGT, z3.Z3_OP_EQ}
@@ -38,7 +39,7 @@ def _constant_step(d: z3.BitVecRef, k: z3.BitVecRef, confirm: bool = True) -> in
     does not always fold it (it keeps bit concatenations), so guess it at one point and (with `confirm`)
     ask the solver; without, the guess is returned as it is, for callers whose proposals are checked."""
     delta = z3.substitute(d, (k, k + 1)) - d
-    consts = _free_constants(delta)
+    consts = [c for c in constants(delta) if z3.is_bv(c)]
     guess = simplify(z3.substitute(delta, *[(c, z3.BitVecVal(0, c.size())) for c in consts]) if consts else delta)
     if not z3.is_bv_value(guess):
         return None
@@ -50,19 +51,6 @@ def _constant_step(d: z3.BitVecRef, k: z3.BitVecRef, confirm: bool = True) -> in
     if solver.check() != z3.unsat:
         return None
     return _signed(guess.as_long(), guess.size())
-
-
-def _free_constants(term: z3.ExprRef) -> list[z3.ExprRef]:
-    found, todo, seen = {}, [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
-            found[str(t)] = t
-        todo.extend(t.children())
-    return list(found.values())
 
 
 def candidates(key: str, loop) -> list[z3.BitVecRef]:

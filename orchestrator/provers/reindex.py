@@ -11,35 +11,12 @@ import z3
 
 from orchestrator.provers.bounds import _constant_step
 from semantics.ptx.machine import simplify
+from semantics.terms import mentions, subterms
 
 
 def _applications(term: z3.ExprRef) -> list[z3.ExprRef]:
-    found, todo, seen = [], [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() == 1 and \
-                z3.is_bv(t.arg(0)) and not z3.is_array(t):
-            found.append(t)
-        todo.extend(t.children())
-    return found
-
-
-def _mentions(term: z3.ExprRef, var: z3.ExprRef) -> bool:
-    return any(z3.eq(t, var) for t in _walk(term))
-
-
-def _walk(term: z3.ExprRef):
-    todo, seen = [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        yield t
-        todo.extend(t.children())
+    return [t for t in subterms(term) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED
+            and t.num_args() == 1 and z3.is_bv(t.arg(0)) and not z3.is_array(t)]
 
 
 def propose(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.ExprRef,
@@ -48,7 +25,7 @@ def propose(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, targe
     source_reads = _applications(source)
     for app in _applications(target):
         idx_t = app.arg(0)
-        if not _mentions(idx_t, target_var):
+        if not mentions(idx_t, target_var):
             continue
         stride = _constant_step(idx_t, target_var, confirm=False)  # index offsets may wrap; the checker decides
         if not stride or stride < 0:

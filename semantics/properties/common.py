@@ -8,6 +8,7 @@ import z3
 
 from semantics.ptx.machine import AXES, Launch, Thread
 from semantics.ptx.state import Access
+from semantics.terms import constants
 
 PROVED, VIOLATED, UNKNOWN, NOT_CHECKED = "proved", "violated", "unknown", "not_checked"
 PROPERTIES = ("equivalence", "race_freedom", "barrier_uniformity", "memory_safety", "termination")
@@ -76,17 +77,7 @@ def mentions_opaque(term: z3.ExprRef) -> bool:
 
 def local_constants(term: z3.ExprRef, shared: set[str]) -> list[z3.ExprRef]:
     """Uninterpreted constants in `term` that belong to one thread (all but the shared ones)."""
-    found: dict[str, z3.ExprRef] = {}
-    todo, seen = [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and str(t) not in shared:
-            found[str(t)] = t
-        todo.extend(t.children())
-    return list(found.values())
+    return [c for c in constants(term) if str(c) not in shared]
 
 
 def second_thread(access: Access, thread: Thread, other: Thread, shared: set[str]):

@@ -14,21 +14,14 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.terms import subterms
+
+DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BUREM_I)
 
 
 def _divisions(term: z3.ExprRef) -> list[z3.ExprRef]:
-    found, todo, seen = [], [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app_of(t, z3.Z3_OP_BUDIV) or z3.is_app_of(t, z3.Z3_OP_BUREM) or \
-                z3.is_app_of(t, z3.Z3_OP_BUDIV_I) or z3.is_app_of(t, z3.Z3_OP_BUREM_I):
-            if z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() > 0:
-                found.append(t)
-        todo.extend(t.children())
-    return found
+    return [t for t in subterms(term) if z3.is_app(t) and t.decl().kind() in DIVISIONS
+            and z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() > 0]
 
 
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: Checker, timeout_s: float,

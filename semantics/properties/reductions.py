@@ -29,6 +29,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.terms import constants, mentions, subterms
 
 
 @dataclass(frozen=True)
@@ -86,24 +87,12 @@ def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
         if t.get_id() in seen:
             continue
         seen.add(t.get_id())
-        if is_comprehension(t) and not any(is_comprehension(s) for s in _subterms(t.children()[-1])):
+        if is_comprehension(t) and not any(is_comprehension(s) for s in subterms(t.children()[-1])):
             found.append(t)
         todo.extend(t.children())
         if z3.is_quantifier(t):
             todo.append(t.body())
     return found
-
-
-def _subterms(term: z3.ExprRef) -> list[z3.ExprRef]:
-    out, todo, seen = [], [term.body() if z3.is_quantifier(term) else term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        out.append(t)
-        todo.extend(t.body() if z3.is_quantifier(c) else c for c in t.children())
-    return out
 
 
 def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
@@ -115,7 +104,7 @@ def _affine(term: z3.BitVecRef, var: z3.BitVecRef) -> tuple[z3.BitVecRef, int] |
     caller proves the form)."""
     at0 = z3.simplify(z3.substitute(term, (var, z3.BitVecVal(0, 64))), elim_sign_ext=False)
     at1 = z3.simplify(z3.substitute(term, (var, z3.BitVecVal(1, 64))), elim_sign_ext=False)
-    consts = [c for c in _free(at1 - at0)]
+    consts = [c for c in bv_constants(at1 - at0)]
     step = z3.simplify(z3.substitute(at1 - at0, *[(c, z3.BitVecVal(0, c.size())) for c in consts])) if consts \
         else z3.simplify(at1 - at0)
     if not z3.is_bv_value(step):
@@ -124,21 +113,12 @@ def _affine(term: z3.BitVecRef, var: z3.BitVecRef) -> tuple[z3.BitVecRef, int] |
     return at0, value - (1 << 64) if value >= 1 << 63 else value
 
 
-def _free(term: z3.ExprRef) -> list[z3.ExprRef]:
-    found, todo, seen = {}, [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and z3.is_bv(t):
-            found[str(t)] = t
-        todo.extend(t.children())
-    return list(found.values())
+def bv_constants(term: z3.ExprRef) -> list[z3.ExprRef]:
+    return [c for c in constants(term) if z3.is_bv(c)]
 
 
 def _free_var(term: z3.ExprRef, var: z3.ExprRef) -> bool:
-    return any(z3.eq(c, var) for c in _free(term))
+    return mentions(term, var)
 
 
 def _size128(family: Family) -> z3.BitVecRef:
@@ -202,7 +182,7 @@ class Matcher:
         """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
         the constant in: reads of other threads' values then become terms of concrete threads."""
         pairs = []
-        for var in _free(kernel):
+        for var in bv_constants(kernel):
             if not str(var).startswith("tid."):
                 continue
             value = self._constant_under_hypothesis(var)

@@ -16,6 +16,7 @@ import z3
 
 from semantics.comprehension import MAX_FROM, MIN_FROM, SUM, max_over, min_over, sum_over
 from semantics.ptx.machine import simplify
+from semantics.terms import mentions
 
 
 @dataclass(frozen=True)
@@ -36,28 +37,15 @@ def _leaves(term: z3.ExprRef, pick_greater: bool) -> list[z3.ExprRef]:
     return [term]
 
 
-def _mentions(term: z3.ExprRef, sym: z3.ExprRef) -> bool:
-    todo, seen = [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.eq(t, sym):
-            return True
-        todo.extend(t.children())
-    return False
-
-
 def classify(header: z3.ArithRef, next_value: z3.ArithRef) -> Accumulator | None:
     step = simplify(next_value - header)
-    if not _mentions(step, header):
+    if not mentions(step, header):
         return Accumulator("sum", header, step, next_value)
     for kind, greater in (("max", True), ("min", False)):
         leaves = _leaves(next_value, greater)
         own = [leaf for leaf in leaves if z3.eq(leaf, header)]
         others = [leaf for leaf in leaves if not z3.eq(leaf, header)]
-        if len(own) == 1 and others and not any(_mentions(leaf, header) for leaf in others):
+        if len(own) == 1 and others and not any(mentions(leaf, header) for leaf in others):
             combined = others[0]
             for leaf in others[1:]:
                 keep = combined >= leaf if greater else combined <= leaf

@@ -24,6 +24,7 @@ from semantics.ptx.memory import MEMORY
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
 from semantics.ptx.sync import SYNC
 from semantics.ptx.types import PtxType
+from semantics.terms import mentions
 
 MAX_PATHS = 2048
 PRED = PtxType(".pred", "pred", 1)
@@ -292,7 +293,7 @@ class Executor:
             first = values[0]
             if first is None or any(v is None or isinstance(v, Pointer) for v in values):
                 return leaving
-            if all(z3.eq(v, first) for v in values) and not _mentions(first, k):
+            if all(z3.eq(v, first) for v in values) and not mentions(first, k):
                 merged.regs[r] = first
             elif z3.is_real(first):
                 merged.regs[r] = merged.opaque(first, f"the value left in {r} by the {where}")
@@ -383,7 +384,7 @@ class Executor:
         for r, sym in symbols.items():
             deltas = [_delta(n.get(r), sym) for n in nexts]
             if deltas and all(d is not None and z3.eq(d, deltas[0]) for d in deltas):
-                if not any(z3.is_app(h) and _mentions(deltas[0], h) for h in header_syms):
+                if not any(z3.is_app(h) and mentions(deltas[0], h) for h in header_syms):
                     steps[r] = deltas[0]
         carried = sorted(r for r in written if r not in steps and self._live_at_header(r, header, latch))
         for r in carried:
@@ -396,7 +397,7 @@ class Executor:
             acc = found[0] if found and all(f is not None and f.kind == found[0].kind and z3.eq(f.step, found[0].step)
                                             for f in found) else None
             others = [h for h in header_syms if str(h) not in induction_syms]
-            if acc is not None and not any(_mentions(acc.step, h) for h in others):
+            if acc is not None and not any(mentions(acc.step, h) for h in others):
                 accumulators[r] = acc
             else:
                 accumulators[r] = None  # carried, but not a recognised accumulation: its value becomes opaque
@@ -440,19 +441,6 @@ def _sources(ins: Instr) -> set[str]:
 
 def _symbol_of(value) -> z3.ExprRef:
     return value.offset if isinstance(value, Pointer) else value
-
-
-def _mentions(term: z3.ExprRef, sym: z3.ExprRef) -> bool:
-    todo, seen = [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.eq(t, sym):
-            return True
-        todo.extend(t.children())
-    return False
 
 
 def _delta(nxt, hdr):

@@ -17,6 +17,7 @@ from semantics.ptx.ast import Instr, IntImm, Vec
 from semantics.ptx.memory import _access, _check_space
 from semantics.ptx.state import ThreadState, address_of
 from semantics.ptx.types import TYPES, types_in
+from semantics.terms import constants
 
 ATOMIC_OPS = frozenset({".add", ".min", ".max"})
 SCOPES = frozenset({".relaxed", ".acquire", ".release", ".acq_rel", ".cta", ".gpu", ".sys", ".global", ".shared",
@@ -88,7 +89,7 @@ def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, m
             or (c >> 8) & 0x1F:
         return None
     a = state.read_data(a_op, TYPES[".b32"])
-    if not isinstance(a, z3.ExprRef) or state.in_body or any(_thread_private(x) for x in _constants(a)):
+    if not isinstance(a, z3.ExprRef) or state.in_body or any(_thread_private(x) for x in constants(a)):
         return None
     tid = state.ctx.thread.tid[0]
     lane = tid & 31
@@ -110,19 +111,6 @@ def _thread_private(const: z3.ExprRef) -> bool:
     loop iterations, reachability placeholders."""
     name = str(const)
     return "!" in name or name.startswith("reach.") or re.match(r"k\d+\.", name) is not None
-
-
-def _constants(term: z3.ExprRef) -> list[z3.ExprRef]:
-    found, todo, seen = [], [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            found.append(t)
-        todo.extend(t.children())
-    return found
 
 
 def vote(state: ThreadState, ins: Instr) -> None:
