@@ -72,3 +72,22 @@ def test_max_missing_an_element_is_not_matched():
     reference = max_over(A(base), 1, 1000, m, A(base + m))
     k2, _ = matcher().rewrite(kernel, reference)
     assert k2.decl() == MAX_FROM
+
+
+def test_progression_tiling_arithmetic():
+    from semantics.properties.reductions import _tiles
+
+    # {0, 4, 8, ...} ∪ {1, 5, ...} ∪ {2, ...} ∪ {3, ...} over [0, 16): an exact tiling
+    assert _tiles([(i, 4, 4) for i in range(4)], (0, 16), exact=True) is True
+    # a missing residue class leaves holes
+    assert _tiles([(i, 4, 4) for i in range(3)], (0, 16), exact=False) is False
+    # one progression too short: element 15 is not covered
+    assert _tiles([(0, 4, 4), (1, 4, 4), (2, 4, 4), (3, 4, 3)], (0, 16), exact=False) is False
+    # overlap is fine for max (a set), not for sums (a multiset)
+    overlapping = [(0, 1, 10), (5, 1, 11)]
+    assert _tiles(overlapping, (0, 16), exact=False) is True
+    assert _tiles(overlapping, (0, 16), exact=True) is False
+    # mixed strides: a singleton, a one-element family and four stride-4 lanes of an unrolled loop
+    mixed = [(0, 1, 1), (1, 1, 1), *[(2 + i, 4, 2) for i in range(4)]]
+    assert _tiles(mixed, (0, 10), exact=True) is True
+    assert _tiles(mixed, (0, 11), exact=False) is False

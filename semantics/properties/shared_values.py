@@ -60,6 +60,14 @@ class Resolver:
         reader_guard, reader_offset = _substitute(read.guard, pairs), _substitute(read.offset, pairs)
         candidates = sorted((s for s in stores if s.buffer == read.buffer and s.phase < read.phase),
                             key=lambda s: -s.phase)
+        # Within one phase the chain's order says nothing about program order, so two store instructions of
+        # one phase (one thread could run both) make the last writer ambiguous: leave such a read opaque.
+        # Records of one instruction on different paths are exclusive for a thread, and fine.
+        lines_per_phase: dict[int, set[int]] = {}
+        for s in candidates:
+            lines_per_phase.setdefault(s.phase, set()).add(s.line)
+        if any(len(lines) > 1 for lines in lines_per_phase.values()):
+            return self._opaque(read, "two store instructions of one barrier interval may write it")
         chain = []
         for n, store in enumerate(candidates):
             writes = self._writer(read, _resolved(store, pairs), reader_guard, reader_offset, n)
