@@ -23,6 +23,7 @@ import z3
 from lean_pool.checker import Obligation
 from lean_pool.cvc5_checker import standard_smt2
 from orchestrator.cert_schema import Hint, Term
+from semantics.terms import subterms
 from semantics.verdict import Provers
 
 _HOLE = "|lark.term|"   # the one name a parsed text binds, so the term can be read off its definition
@@ -30,17 +31,8 @@ _HOLE = "|lark.term|"   # the one name a parsed text binds, so the term can be r
 
 def free_declarations(term: z3.ExprRef) -> list[z3.FuncDeclRef]:
     """The uninterpreted constants and functions `term` mentions, in a fixed order (by name)."""
-    found: dict[str, z3.FuncDeclRef] = {}
-    todo, seen = [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app(t):
-            if t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                found[t.decl().name()] = t.decl()
-            todo.extend(t.children())
+    found = {t.decl().name(): t.decl() for t in subterms(term)
+             if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED}
     return [found[name] for name in sorted(found)]
 
 
