@@ -146,7 +146,8 @@ def prepare(path: Path) -> Prepared:
     launch = Launch(task.launch.grid, block, task.launch.dynamic_shared_bytes)
     references, problem_text = _references(graph, task, buffers, scalars, origin)
     problem = Problem(kernel, launch, buffers, args, references, problem_text,
-                      shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files)
+                      shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files,
+                      language=task.kernel.language)
     return Prepared(task, compiled, kernel, graph, problem)
 
 

@@ -81,6 +81,7 @@ class Problem:
     reference_problem: str | None = None                 # why references is None
     shared_symbols: set[str] = field(default_factory=set)
     source_files: dict[int, str] = field(default_factory=dict)  # PTX `.file` index -> source path
+    language: str = "ptx"                                # cuda | triton | ptx: how witnesses name blocks
 
 
 def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
@@ -162,19 +163,22 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
     for finding in findings:
-        locate(finding, problem.kernel, problem.source_files)
+        locate(finding, problem.kernel, problem.source_files, problem.language)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints)
 
 
-def locate(finding: Finding, kernel: Kernel, files: dict[int, str]) -> None:
-    """Add the source line (from the PTX's .loc directives) to every witness part that names a PTX line."""
+def locate(finding: Finding, kernel: Kernel, files: dict[int, str], language: str = "ptx") -> None:
+    """Add the source line (from the PTX's .loc directives) to every witness part that names a PTX line, and,
+    for Triton, the program id (Triton's name for the block index)."""
     lines = {ins.line: ins.loc for ins in kernel.body if getattr(ins, "loc", None)}
 
     def visit(part: dict) -> None:
         loc = lines.get(part.get("line"))
         if loc and loc[0] in files:
             part["source"] = f"{Path(files[loc[0]]).name}:{loc[1]}"
+        if language == "triton" and "block" in part:
+            part["program_id"] = part["block"]
         for value in part.values():
             if isinstance(value, dict):
                 visit(value)
