@@ -14,7 +14,7 @@ from fractions import Fraction
 
 import z3
 
-from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
 from semantics.properties import divisions
 from semantics.properties.common import (
@@ -87,6 +87,8 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             finding = None
             if outcome.status == REFUTED:
                 finding = _confirm(access, ob, outcome, value, expected, stores, thread, checker, timeout_s)
+            elif unmatched:
+                finding = _concrete_search(access, ob, value, expected, stores, thread, checker, timeout_s)
             if finding:
                 result.downgrade(VIOLATED)
                 result.findings.append(finding)
@@ -94,6 +96,23 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             result.downgrade(UNKNOWN, f"could not prove the value stored to {buffer.name} at line {access.line} "
                                       f"({outcome.reason or 'the counterexample did not replay on real numbers'})")
     return result
+
+
+def _concrete_search(access: Access, ob: Obligation, value, expected, stores, thread, checker,
+                     timeout_s: float) -> Finding | None:
+    """When the solver cannot decide a comparison of reductions, look for a witness directly: one thread that
+    performs the store (a model of the obligation's hypothesis), then the usual confirmation — reachability,
+    no overwrite, and both values recomputed on real numbers with the comprehensions expanded, at the
+    model's inputs and at random ones. A witness found this way is as concrete as any other."""
+    solver = z3.Solver()
+    solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
+    solver.add(ob.formula.arg(0) if z3.is_and(ob.formula) else ob.formula)
+    if solver.check() != z3.sat:
+        return None
+    model = solver.model()
+    values = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
+    candidate = Outcome(REFUTED, "concrete search", 0.0, values, z3_model=model)
+    return _confirm(access, ob, candidate, value, expected, stores, thread, checker, timeout_s)
 
 
 def _fixes(ob: Obligation, model: dict) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
