@@ -10,24 +10,14 @@ from __future__ import annotations
 import z3
 
 from semantics.ptx.machine import simplify
-from semantics.terms import constants
+from semantics.terms import constants, subterms
 
 COMPARISONS = {z3.Z3_OP_SLEQ, z3.Z3_OP_SLT, z3.Z3_OP_SGEQ, z3.Z3_OP_SGT, z3.Z3_OP_ULEQ, z3.Z3_OP_ULT,
                z3.Z3_OP_UGEQ, z3.Z3_OP_UGT, z3.Z3_OP_EQ}
 
 
 def _atoms(term: z3.ExprRef) -> list[z3.ExprRef]:
-    todo, found, seen = [term], [], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_app(t) and t.decl().kind() in COMPARISONS and z3.is_bv(t.arg(0)):
-            found.append(t)
-        else:
-            todo.extend(t.children())
-    return found
+    return [t for t in subterms(term) if z3.is_app(t) and t.decl().kind() in COMPARISONS and z3.is_bv(t.arg(0))]
 
 
 def _signed(value: int, width: int) -> int:

@@ -17,8 +17,8 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
-    local_constants,
     mentions_opaque,
+    rename_apart,
     shaped_thread,
     thread_witness,
 )
@@ -27,10 +27,7 @@ from semantics.ptx.machine import Launch, Thread
 
 
 def _rename(cond: z3.BoolRef, thread: Thread, shared: set[str]) -> z3.BoolRef:
-    pairs = list(zip(thread.variables(), OTHER.variables(), strict=True))
-    names = {str(a) for a, _ in pairs}
-    pairs += [(c, z3.Const(f"{c}'", c.sort())) for c in local_constants(cond, shared) if str(c) not in names]
-    return z3.substitute(cond, *pairs)
+    return z3.substitute(cond, *rename_apart([cond], thread, OTHER, shared))
 
 
 def warp_uniform(conditions: list[tuple[str, z3.BoolRef]], thread: Thread, launch: Launch, shared: set[str],

@@ -80,9 +80,9 @@ def local_constants(term: z3.ExprRef, shared: set[str]) -> list[z3.ExprRef]:
     return [c for c in constants(term) if str(c) not in shared]
 
 
-def second_thread(access: Access, thread: Thread, other: Thread, shared: set[str]):
-    """The access as performed by `other`: every thread-local symbol renamed apart."""
-    terms = [access.guard, access.offset]
+def rename_apart(terms: list[z3.ExprRef], thread: Thread, other: Thread, shared: set[str]) -> list:
+    """The substitution that makes `terms` speak of `other`: its coordinates for the thread's, and a copy
+    (tagged with `other.tag`) of every other thread-local symbol."""
     pairs = list(zip(thread.variables(), other.variables(), strict=True))
     renamed = {str(a) for a, _ in pairs}
     for t in terms:
@@ -90,7 +90,13 @@ def second_thread(access: Access, thread: Thread, other: Thread, shared: set[str
             if str(c) not in renamed:
                 renamed.add(str(c))
                 pairs.append((c, z3.Const(f"{c}{other.tag}", c.sort())))
-    guard, offset = (z3.substitute(t, *pairs) for t in terms)
+    return pairs
+
+
+def second_thread(access: Access, thread: Thread, other: Thread, shared: set[str]):
+    """The access as performed by `other`: every thread-local symbol renamed apart."""
+    pairs = rename_apart([access.guard, access.offset], thread, other, shared)
+    guard, offset = (z3.substitute(t, *pairs) for t in (access.guard, access.offset))
     loops = tuple((loop, z3.substitute(k, *pairs)) for loop, k in access.loops)
     return guard, offset, loops
 

@@ -352,14 +352,7 @@ class Executor:
                     raise Unsupported("a jump into the middle of a loop", where)
 
     def _written_registers(self, header: int, latch: int) -> set[str]:
-        written: set[str] = set()
-        for item in self.body[header:latch + 1]:
-            if isinstance(item, Instr) and item.opcode not in ("st", "bra", "ret", "exit") and item.operands:
-                dst = item.operands[0]
-                for d in (dst.elems if isinstance(dst, Vec) else [dst]):
-                    if isinstance(d, Reg):
-                        written.add(d.name)
-        return written
+        return {r for item in self.body[header:latch + 1] if isinstance(item, Instr) for r in _dests(item)}
 
     def _induction_steps(self, st: ThreadState, header: int, latch: int, written: set[str],
                          where: str) -> tuple[dict, list[str]]:
