@@ -119,7 +119,8 @@ def vote(state: ThreadState, ins: Instr) -> None:
 
 def atomic(state: ThreadState, ins: Instr) -> None:
     """atom / red with add, min or max: recorded as atomic accesses (they commute with each other; any
-    other access to the same location in the same phase is a race)."""
+    other access to the same location in the same phase is a race). What they add up to is summarised by
+    semantics/properties/atomics.py; the old value `atom` returns depends on the order, so it is opaque."""
     ops = [m for m in ins.mods if m.startswith(".") and m not in SCOPES and m not in TYPES]
     if len(ops) != 1 or ops[0] not in ATOMIC_OPS:
         raise Unsupported(f"atomic `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
@@ -132,8 +133,7 @@ def atomic(state: ThreadState, ins: Instr) -> None:
     ptr = address_of(state, addr, ins)
     _check_space(space, ptr.space, ins)
     value = state.read_data(src, ty) if not isinstance(src, IntImm) else state.read(src, ty)
-    _access(state, ins, "atomic", ptr, 1, ty.bytes, (value,))
-    state.ctx.opaque.setdefault("atomic", f"atomic accumulation (line {ins.line}) is not summarised yet")
+    _access(state, ins, "atomic", ptr, 1, ty.bytes, (value,), op=ops[0][1:])
     if dst is not None:
         state.write(dst, state.opaque(value, f"the old value returned by `atom` (line {ins.line})"))
 

@@ -1,0 +1,56 @@
+"""Atomic accumulation (semantics/properties/atomics.py): a correct total sum verifies, and each way the
+bijection between added values and the reference's terms can break leaves it unproved, never `verified`.
+
+Each variant is examples/atomic_total_sum with one change, compiled by the real nvcc."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = REPO / "examples" / "atomic_total_sum"
+GUARDED_ADD = "if (i < n) atomicAdd(out, x[i]);"
+
+
+def verify(tmp_path: Path, kernel_edit: tuple[str, str] | None = None, grid: int | None = None,
+           zeroed: bool = True) -> dict:
+    task = tmp_path / "task"
+    shutil.copytree(BASE, task)
+    if kernel_edit:
+        source = (task / "kernel.cu").read_text()
+        assert kernel_edit[0] in source
+        (task / "kernel.cu").write_text(source.replace(*kernel_edit))
+    manifest = (task / "lark.toml").read_text()
+    if grid is not None:
+        manifest = manifest.replace("grid = [65536, 1, 1]", f"grid = [{grid}, 1, 1]")
+    if not zeroed:
+        manifest = manifest.split("[tensors]")[0]
+    (task / "lark.toml").write_text(manifest)
+    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
+                           str(task / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    return json.loads(proc.stdout)
+
+
+def test_grid_stride_atomic_sum_verifies(tmp_path: Path) -> None:
+    loop = ("for (long long j = i; j < n; j += (long long)gridDim.x * blockDim.x) atomicAdd(out, x[j]);")
+    result = verify(tmp_path, (GUARDED_ADD, loop), grid=1000)
+    assert result["verdict"] == "verified", result["reason"]
+
+
+@pytest.mark.parametrize(("edit", "grid", "zeroed", "reason"), [
+    (None, None, False, 'init = "zeros"'),
+    ((GUARDED_ADD, "if (i < n) atomicAdd(out, 2.0f * x[i]);"), None, True, "is a term of the reference's sum"),
+    (None, 65535, True, "every term of the reference's sum is added"),
+    ((GUARDED_ADD, "atomicAdd(out, x[i % n]);"), 131072, True, "twice"),
+], ids=["initial-contents-undeclared", "wrong-value", "grid-one-block-short", "terms-added-twice"])
+def test_broken_accumulation_is_not_verified(tmp_path: Path, edit, grid, zeroed, reason) -> None:
+    result = verify(tmp_path, edit, grid, zeroed)
+    assert result["verdict"] == "unknown"
+    assert result["properties"]["equivalence"] == "unknown"
+    assert reason in result["reason"]
