@@ -54,3 +54,25 @@ def test_broken_accumulation_is_not_verified(tmp_path: Path, edit, grid, zeroed,
     assert result["verdict"] == "unknown"
     assert result["properties"]["equivalence"] == "unknown"
     assert reason in result["reason"]
+
+
+BLOCK_SUM = """
+extern "C" __global__ void total_sum(const float* __restrict__ x, float* out, long long n) {
+    __shared__ float s;
+    if (threadIdx.x == 0) s = 0.0f;
+    __syncthreads();
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(&s, x[i]);
+    __syncthreads();
+    if (threadIdx.x == 0) atomicAdd(out, s);
+}
+"""
+
+
+def test_shared_memory_after_atomics_is_not_read_as_one_writers_value(tmp_path: Path) -> None:
+    """The read of `s` must not resolve to the `s = 0` store that precedes the atomics (that would compare 0
+    with the sum and report a false witness): it stays opaque, and the verdict names why."""
+    source = (BASE / "kernel.cu").read_text()
+    result = verify(tmp_path, (source, BLOCK_SUM))
+    assert result["verdict"] == "unknown"
+    assert "atomics updated the array" in result["reason"]
