@@ -211,7 +211,7 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     outputs = [a for a in stores if problem.buffers[a.buffer].role == "output"]
     summed = atomics.accumulated(outputs)
     stored = [a for a in outputs if a.buffer not in summed]
-    why = _opaque_reason(stored, opaque)
+    why = _opaque_reason(outputs, opaque)
     if why:
         return PropertyResult(UNKNOWN, [why])
     values = equivalence.check(stored, problem.buffers, problem.references, thread, launch_ok, checker,
