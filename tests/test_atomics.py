@@ -1,5 +1,6 @@
 """Atomic accumulation (semantics/properties/atomics.py): a correct total sum verifies, and each way the
-bijection between added values and the reference's terms can break leaves it unproved, never `verified`.
+bijection between added values and the reference's terms can break is refuted with a one-hot witness that
+`lark check` reproduces.
 
 Each variant is examples/atomic_total_sum with one change, compiled by the real nvcc."""
 
@@ -19,7 +20,7 @@ GUARDED_ADD = "if (i < n) atomicAdd(out, x[i]);"
 
 
 def verify(tmp_path: Path, kernel_edit: tuple[str, str] | None = None, grid: int | None = None,
-           zeroed: bool = True) -> dict:
+           zeroed: bool = True, witness: Path | None = None) -> dict:
     task = tmp_path / "task"
     shutil.copytree(BASE, task)
     if kernel_edit:
@@ -33,7 +34,8 @@ def verify(tmp_path: Path, kernel_edit: tuple[str, str] | None = None, grid: int
         manifest = manifest.split("[tensors]")[0]
     (task / "lark.toml").write_text(manifest)
     proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
-                           str(task / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True, timeout=600)
+                           str(task / "lark.toml"), "--json", *(["--witness", str(witness)] if witness else [])],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
     return json.loads(proc.stdout)
 
 
@@ -43,17 +45,46 @@ def test_grid_stride_atomic_sum_verifies(tmp_path: Path) -> None:
     assert result["verdict"] == "verified", result["reason"]
 
 
-@pytest.mark.parametrize(("edit", "grid", "zeroed", "reason"), [
-    (None, None, False, 'init = "zeros"'),
-    ((GUARDED_ADD, "if (i < n) atomicAdd(out, 2.0f * x[i]);"), None, True, "is a term of the reference's sum"),
-    (None, 65535, True, "every term of the reference's sum is added"),
-    ((GUARDED_ADD, "atomicAdd(out, x[i % n]);"), 131072, True, "twice"),
-], ids=["initial-contents-undeclared", "wrong-value", "grid-one-block-short", "terms-added-twice"])
-def test_broken_accumulation_is_not_verified(tmp_path: Path, edit, grid, zeroed, reason) -> None:
-    result = verify(tmp_path, edit, grid, zeroed)
+def test_undeclared_initial_contents_are_unknown(tmp_path: Path) -> None:
+    result = verify(tmp_path, zeroed=False)
     assert result["verdict"] == "unknown"
     assert result["properties"]["equivalence"] == "unknown"
-    assert reason in result["reason"]
+    assert 'init = "zeros"' in result["reason"]
+
+
+@pytest.mark.parametrize(("edit", "grid", "kernel_value", "reference_value"), [
+    ((GUARDED_ADD, "if (i < n) atomicAdd(out, 2.0f * x[i]);"), None, 2.0, 1.0),
+    (None, 65535, 0.0, 1.0),
+    ((GUARDED_ADD, "atomicAdd(out, x[i % n]);"), 131072, 2.0, 1.0),
+], ids=["wrong-value", "grid-one-block-short", "terms-added-twice"])
+def test_broken_accumulation_is_refuted_with_a_one_hot_witness(tmp_path: Path, edit, grid, kernel_value,
+                                                               reference_value) -> None:
+    result = verify(tmp_path, edit, grid, witness=tmp_path / "witness.json")
+    assert result["verdict"] == "refuted"
+    assert result["properties"]["equivalence"] == "violated"
+    (finding,) = result["findings"]
+    w = finding["witness"]
+    assert (w["kernel_value"], w["reference_value"]) == (kernel_value, reference_value)
+    assert w["other_inputs"] == 0 and list(w["inputs"].values()) == [1]
+    (name,) = w["inputs"]
+    index = int(name.removeprefix("x[").removesuffix("]"))
+    assert 0 <= index < 16777216
+    assert check(tmp_path / "witness.json").returncode == 0
+
+
+def test_a_tampered_one_hot_witness_is_rejected(tmp_path: Path) -> None:
+    verify(tmp_path, None, 65535, witness=tmp_path / "witness.json")
+    document = json.loads((tmp_path / "witness.json").read_text())
+    document["findings"][0]["witness"]["kernel_value"] = 5.0
+    (tmp_path / "witness.json").write_text(json.dumps(document))
+    proc = check(tmp_path / "witness.json")
+    assert proc.returncode != 0
+    assert "do not leave 5.0" in proc.stdout + proc.stderr
+
+
+def check(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "check", str(path)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
 
 
 BLOCK_SUM = """
