@@ -56,7 +56,8 @@ def test_undeclared_initial_contents_are_unknown(tmp_path: Path) -> None:
     ((GUARDED_ADD, "if (i < n) atomicAdd(out, 2.0f * x[i]);"), None, 2.0, 1.0),
     (None, 65535, 0.0, 1.0),
     ((GUARDED_ADD, "atomicAdd(out, x[i % n]);"), 131072, 2.0, 1.0),
-], ids=["wrong-value", "grid-one-block-short", "terms-added-twice"])
+    ((GUARDED_ADD, "if (i < n && x[i] < 0.0f) atomicAdd(out, x[i]);"), None, 0.0, 1.0),
+], ids=["wrong-value", "grid-one-block-short", "terms-added-twice", "guard-reads-the-input"])
 def test_broken_accumulation_is_refuted_with_a_one_hot_witness(tmp_path: Path, edit, grid, kernel_value,
                                                                reference_value) -> None:
     result = verify(tmp_path, edit, grid, witness=tmp_path / "witness.json")

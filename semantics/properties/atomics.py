@@ -30,6 +30,7 @@ from semantics.properties.equivalence import element_index
 from semantics.properties.reductions import open_family
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
 from semantics.ptx.state import Access
+from semantics.terms import subterms
 
 L = z3.BitVec("L", 64)
 RADIX = 1 << 32
@@ -185,12 +186,15 @@ def one_hot(instances: list[Instance], scale: z3.ArithRef, h: z3.ArithRef, m: z3
     thread), or None outside this form."""
     reads = [_one_read(inst.value) for inst in instances]
     ref_read = _one_read(h)
-    if ref_read is None or None in reads or len({r[1].decl() for r in [*reads, ref_read]}) != 1:
+    if ref_read is None or None in reads or len({r[1].decl() for r in [*reads, ref_read]}) != 1 \
+            or any(mentions_opaque(inst.happens) for inst in instances):
         return None
     fix = [(L, z3.BitVecVal(element, 64))]
     kernel_value, first = Fraction(0), None
     for inst, (c, app) in zip(instances, reads, strict=True):
-        found = _count(z3.substitute(z3.And(inst.happens, app.arg(0) == p), *fix), inst.variables)
+        # (a guard may read inputs too: they take the witness's values there)
+        happens = _with_one_hot_inputs(inst.happens, ref_read[1].decl(), p)
+        found = _count(z3.substitute(z3.And(happens, app.arg(0) == p), *fix), inst.variables)
         if found is None:
             return None
         kernel_value += c * len(found)
@@ -231,6 +235,18 @@ def _named(variables: list[z3.BitVecRef], values: list[z3.ExprRef]) -> dict:
     out = {"block": [names.get(f"ctaid.{a}", 0) for a in AXES], "thread": [names.get(f"tid.{a}", 0) for a in AXES]}
     out.update({f"iteration {n}": x for n, x in names.items() if not n.startswith(("ctaid.", "tid."))})
     return out if "ctaid.x" in names else {}
+
+
+def _with_one_hot_inputs(formula: z3.BoolRef, hot: z3.FuncDeclRef, p: int) -> z3.BoolRef:
+    """`formula` with every input's contents fixed: `hot`[p] = 1, everything else 0."""
+    j = z3.Var(0, z3.BitVecSort(64))  # substitute_funs takes bodies over de Bruijn variables
+    contents = {t.decl().name(): t.decl() for t in subterms(formula) if _is_read(t)}
+    pairs = []
+    for decl in contents.values():
+        zero = z3.RealVal(0) if decl.range() == z3.RealSort() else z3.BitVecVal(0, decl.range().size())
+        one = z3.RealVal(1) if decl.range() == z3.RealSort() else z3.BitVecVal(1, decl.range().size())
+        pairs.append((decl, z3.If(j == p, one, zero) if decl == hot else zero))
+    return z3.substitute_funs(formula, *pairs) if pairs else formula
 
 
 def _one_read(term: z3.ExprRef) -> tuple[Fraction, z3.ExprRef] | None:
