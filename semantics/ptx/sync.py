@@ -8,6 +8,7 @@ depend on them are reported unknown, never guessed.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import z3
@@ -82,14 +83,32 @@ def _constant(state: ThreadState, op, bits: int = 32) -> int | None:
     return value.as_long() if z3.is_bv_value(value) else None
 
 
-def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, mask_op):
+def _whole_warp(state: ThreadState, ins: Instr, mask_op, value) -> bool:
+    """Whether `value` can be read at the other lanes of this warp by renaming tid.x: a full member mask, a 1-D
+    block of whole warps, and a value that is a function of the thread's coordinates. Records the side
+    condition that every lane of the warp is on this path (checked by barriers.warp_uniform)."""
     launch = state.ctx.launch
-    c, mask = _constant(state, c_op), _constant(state, mask_op)
-    if len(modes) != 1 or launch.block[1:] != (1, 1) or launch.block[0] % 32 or mask != 0xFFFFFFFF or c is None \
-            or (c >> 8) & 0x1F:
+    if launch.block[1:] != (1, 1) or launch.block[0] % 32 or _constant(state, mask_op) != 0xFFFFFFFF:
+        return False
+    if not isinstance(value, z3.ExprRef) or state.in_body or any(_thread_private(x) for x in constants(value)):
+        return False
+    state.ctx.warp_uniform.append((f"{ins.opcode}{''.join(ins.mods)} at line {ins.line}", state.condition()))
+    return True
+
+
+def _at_lanes(state: ThreadState, value: z3.ExprRef) -> list[z3.ExprRef]:
+    """`value` as lanes 0..31 of this thread's warp hold it."""
+    tid = state.ctx.thread.tid[0]
+    first = tid - (tid & 31)
+    return [z3.substitute(value, (tid, first + i)) for i in range(32)]
+
+
+def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, mask_op):
+    c = _constant(state, c_op)
+    if len(modes) != 1 or c is None or (c >> 8) & 0x1F:
         return None
     a = state.read_data(a_op, TYPES[".b32"])
-    if not isinstance(a, z3.ExprRef) or state.in_body or any(_thread_private(x) for x in constants(a)):
+    if not _whole_warp(state, ins, mask_op, a):
         return None
     tid = state.ctx.thread.tid[0]
     lane = tid & 31
@@ -102,7 +121,6 @@ def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, m
         ".idx": lambda: (b, z3.ULE(b, clamp)),
     }[modes[0]]()
     source = z3.If(valid, j, lane)
-    state.ctx.warp_uniform.append((f"shfl.sync at line {ins.line}", state.condition()))
     return z3.substitute(a, (tid, tid - lane + source)), valid
 
 
@@ -114,6 +132,59 @@ def _thread_private(const: z3.ExprRef) -> bool:
 
 
 def vote(state: ThreadState, ins: Instr) -> None:
+    """vote.sync.{all,any,uni}.pred and vote.sync.ballot.b32 over the 32 lanes of the warp (PTX ISA, vote.sync)."""
+    mode = next((m for m in ins.mods if m in VOTES), None)
+    dst, a_op, mask_op = ins.operands if len(ins.operands) == 3 else (None, None, None)
+    p = state.read(a_op, TYPES[".pred"]) if ".sync" in ins.mods and mode and a_op is not None else None
+    if p is None or not _whole_warp(state, ins, mask_op, p):
+        _warp_value(state, ins, f"{ins.opcode}{''.join(ins.mods)}")
+        return
+    state.write(dst, VOTES[mode](_at_lanes(state, p)))
+
+
+def _ballot(lanes: list[z3.BoolRef]) -> z3.BitVecRef:
+    bits = [z3.If(p, z3.BitVecVal(1 << i, 32), z3.BitVecVal(0, 32)) for i, p in enumerate(lanes)]
+    return z3.simplify(functools.reduce(lambda a, b: a | b, bits))
+
+
+VOTES = {
+    ".all": z3.And,
+    ".any": z3.Or,
+    ".uni": lambda lanes: z3.Or(z3.And(lanes), z3.Not(z3.Or(lanes))),
+    ".ballot": _ballot,
+}
+
+
+def redux(state: ThreadState, ins: Instr) -> None:
+    """redux.sync.{add,min,max,and,or,xor} on 32-bit integers: the operation folded over the warp's 32 lanes."""
+    op = next((m for m in ins.mods if m in REDUCTIONS), None)
+    types = types_in(ins.mods)
+    dst, a_op, mask_op = ins.operands if len(ins.operands) == 3 else (None, None, None)
+    a = state.read(a_op, types[0]) if op and len(types) == 1 and ".sync" in ins.mods and a_op is not None else None
+    if a is None or not _whole_warp(state, ins, mask_op, a):
+        _warp_value(state, ins, f"{ins.opcode}{''.join(ins.mods)}")
+        return
+    signed = types[0].kind == "signed"
+    state.write(dst, functools.reduce(REDUCTIONS[op](signed), _at_lanes(state, a)))
+
+
+REDUCTIONS = {
+    ".add": lambda signed: lambda a, b: a + b,
+    ".min": lambda signed: lambda a, b: z3.If(a < b if signed else z3.ULT(a, b), a, b),
+    ".max": lambda signed: lambda a, b: z3.If(a > b if signed else z3.UGT(a, b), a, b),
+    ".and": lambda signed: lambda a, b: a & b,
+    ".or": lambda signed: lambda a, b: a | b,
+    ".xor": lambda signed: lambda a, b: a ^ b,
+}
+
+
+def activemask(state: ThreadState, ins: Instr) -> None:
+    """The currently active lanes: not determined by the program even in a converged warp (independent thread
+    scheduling may run a warp's lanes apart), so it stays opaque."""
+    _warp_value(state, ins, "activemask")
+
+
+def unmodelled(state: ThreadState, ins: Instr) -> None:
     _warp_value(state, ins, f"{ins.opcode}{''.join(ins.mods)}")
 
 
@@ -142,5 +213,5 @@ def no_effect(state: ThreadState, ins: Instr) -> None:
     """Fences order memory between threads; in a race-free phase they change nothing this model sees."""
 
 
-SYNC = {"bar": barrier, "barrier": barrier, "shfl": shfl, "vote": vote, "activemask": vote, "redux": vote,
-        "match": vote, "atom": atomic, "red": atomic, "fence": no_effect, "membar": no_effect}
+SYNC = {"bar": barrier, "barrier": barrier, "shfl": shfl, "vote": vote, "activemask": activemask, "redux": redux,
+        "match": unmodelled, "atom": atomic, "red": atomic, "fence": no_effect, "membar": no_effect}
