@@ -36,7 +36,9 @@ class VerifyActor:
         self._current, self._budget = manifest, budget
         try:
             checker = assemble(RemoteChecker(self.checkers), ActorLemmaStore(self.cache), budget)
-            return run_verify(Path(manifest), timeout_s, None, certificate, witness, checker=checker)
+            # The job's search checks as many alternatives at once as there are checker actors to solve them.
+            return run_verify(Path(manifest), timeout_s, None, certificate, witness, checker=checker, budget=budget,
+                              search_width=max(len(self.checkers), 1))
         finally:
             self._current = self._budget = None
 

@@ -24,6 +24,7 @@ class Budget:
         self.solver_spent = 0.0
         self._start = time.monotonic()
         self._cancelled = threading.Event()     # set from another thread (an actor's control call)
+        self._charging = threading.Lock()       # a search checks obligations on several threads
 
     def cancel(self) -> None:
         self._cancelled.set()
@@ -42,7 +43,8 @@ class Budget:
         return None
 
     def charge(self, seconds: float) -> None:
-        self.solver_spent += seconds
+        with self._charging:
+            self.solver_spent += seconds
 
 
 class BudgetChecker:

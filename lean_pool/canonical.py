@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import z3
 
-from lean_pool.checker import Obligation
+from lean_pool.checker import Z3_LOCK, Obligation
 
 
 def _node(t: z3.ExprRef, children: list[int], constants: dict[int, int]) -> str:
@@ -35,6 +35,12 @@ def _node(t: z3.ExprRef, children: list[int], constants: dict[int, int]) -> str:
 
 
 def canonical_text(obligation: Obligation) -> str:
+    """Under `Z3_LOCK`: it walks the main context, which a searching thread may share with others."""
+    with Z3_LOCK:
+        return _canonical_text(obligation)
+
+
+def _canonical_text(obligation: Obligation) -> str:
     roots = [obligation.formula, *obligation.witness.values()]
     index: dict[int, int] = {}          # AST id -> line number
     constants: dict[int, int] = {}      # AST id -> canonical constant number

@@ -18,6 +18,8 @@ from typing import Protocol
 
 import z3
 
+from lean_pool.cancel import stoppable
+
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 DEFAULT_RLIMIT, DEFAULT_SEED = 50_000_000, 0   # z3's work limit and seed, the same in every backend process
 WITNESS_PREFIX = "w!"   # names of the witness definitions in `Obligation.smt2_with_witnesses`
@@ -114,7 +116,13 @@ def model_value(value: z3.ExprRef) -> object:
 
 
 class Z3Checker:
-    """Z3 in-process with a fresh solver per obligation, a fixed seed and a work limit (STYLE 9)."""
+    """Z3 in-process with a fresh context and solver per obligation, a fixed seed and a work limit (STYLE 9).
+
+    The obligation is translated out of z3's shared main context (under `Z3_LOCK`) into a context of its own,
+    so its answer and model depend on the obligation alone, not on what the process built or solved before;
+    and the solver runs outside the lock, so several threads can solve at once. A model is translated back
+    into the main context, where replay evaluates the obligation's own terms. A cancellation token current
+    in the caller's context (`lean_pool.cancel`) interrupts the running query."""
 
     name = "z3"
 
@@ -124,17 +132,24 @@ class Z3Checker:
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
         start = time.monotonic()
-        solver = z3.Solver()
+        ctx = z3.Context()
+        with Z3_LOCK:
+            formula = obligation.formula.translate(ctx)
+            witness = {k: t.translate(ctx) for k, t in obligation.witness.items()}
+        solver = z3.Solver(ctx=ctx)
         solver.set("timeout", max(int(timeout_s * 1000), 1))
         solver.set("rlimit", self.rlimit)
         solver.set("random_seed", self.seed)
-        solver.add(obligation.formula)
-        result = solver.check()
+        solver.add(formula)
+        with stoppable(ctx.interrupt):
+            result = solver.check()
         seconds = time.monotonic() - start
         if result == z3.unsat:
             return Outcome(PROVED, self.name, seconds)
         if result == z3.sat:
             m = solver.model()
-            values = {k: model_value(m.eval(t, model_completion=True)) for k, t in obligation.witness.items()}
-            return Outcome(REFUTED, self.name, seconds, values, z3_model=m)
+            values = {k: model_value(m.eval(t, model_completion=True)) for k, t in witness.items()}
+            with Z3_LOCK:
+                main = m.translate(z3.main_ctx())
+            return Outcome(REFUTED, self.name, seconds, values, z3_model=main)
         return Outcome(UNKNOWN, self.name, seconds, reason=f"z3: {solver.reason_unknown()}")

@@ -20,6 +20,7 @@ from lean_pool.checker import (
     DEFAULT_SEED,
     REFUTED,
     UNKNOWN,
+    Z3_LOCK,
     Checker,
     Obligation,
     Outcome,
@@ -38,7 +39,9 @@ def _repeat(text: str, timeout_s: float) -> z3.ModelRef | str:
         return f"z3: {exc}"
     if result != z3.sat:
         return f"unknown: {solver.reason_unknown()}" if result == z3.unknown else str(result)
-    return solver.model().translate(z3.main_ctx())
+    model = solver.model()
+    with Z3_LOCK:
+        return model.translate(z3.main_ctx())
 
 
 class LocalModels:
@@ -62,6 +65,7 @@ class LocalModels:
         if isinstance(model, str):
             return Outcome(UNKNOWN, outcome.backend, seconds, cached=outcome.cached,
                            reason=f"a counterexample from {outcome.backend} did not reproduce in-process ({model})")
-        values = {name: model_value(model.eval(term, model_completion=True))
-                  for name, term in obligation.witness.items()}
+        with Z3_LOCK:
+            values = {name: model_value(model.eval(term, model_completion=True))
+                      for name, term in obligation.witness.items()}
         return Outcome(REFUTED, outcome.backend, seconds, values, z3_model=model, cached=outcome.cached)

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import click
 
-from lean_pool.checker import Checker
-from lean_pool.stack import local_checker
+from lean_pool.budget import Budget
+from lean_pool.cache import DiskLemmaStore
+from lean_pool.checker import Checker, Z3Checker
+from lean_pool.stack import assemble
 from orchestrator.batch import batch_and_report, verify_on_ray
 from orchestrator.cert_check import SOLVERS, run_check
 from orchestrator.certificate import NoCertificate, write_certificate, write_witness
@@ -19,31 +21,53 @@ from orchestrator.pipeline import prepare
 from orchestrator.provers import bounds, inverse, reindex
 from orchestrator.report import exit_status
 from orchestrator.result import Result, error, from_report
+from orchestrator.search import ProverStrategy, Search, Strategy
+from orchestrator.telemetry import Stages, TracingChecker, span
 from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
 from semantics.verdict import Provers, verify
 
 PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose, split=inverse.split)
+STRATEGIES: dict[str, list[Strategy]] = {"bounds": [ProverStrategy("bounds", bounds.candidates)]}
+SEARCH_WIDTH = 2     # obligations a local search checks at once (in-process z3 solves outside the GIL)
 
 
 def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
-               witness: Path | None = None, checker: Checker | None = None) -> Result:
+               witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
+               search_width: int = SEARCH_WIDTH) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
     its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
-    to the embedded local one (`lean_pool.stack.local_checker`)."""
+    to the embedded local one (z3 in-process, the lemma cache, a wall budget of `timeout_s`); a caller that
+    passes a checker passes the `budget` it charges, which the search obeys too."""
     start = time.monotonic()
     name = manifest.parent.name
-    try:
-        prepared = prepare(manifest)
-        name = prepared.task.name
-        report = verify(prepared.problem, checker or local_checker(timeout_s), PROVERS, timeout_s, progress)
-    except (IntakeError, ReferenceCaptureError) as exc:
-        return error(name, str(exc), time.monotonic() - start)
-    except Unsupported as exc:
-        return _unknown(name, f"unsupported: {exc}", start)
-    except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
-        return _unknown(name, f"internal error: {type(exc).__name__}: {exc}", start)
-    result = from_report(name, report, time.monotonic() - start)
+    if checker is None:
+        budget = Budget(wall_s=timeout_s)
+        checker = assemble(Z3Checker(), DiskLemmaStore(), budget)
+    budget = budget or Budget(wall_s=timeout_s)
+    checker = TracingChecker(checker)
+    stages = Stages(progress)
+    with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
+            Search(checker, STRATEGIES, budget, search_width) as search:
+        try:
+            prepared = prepare(manifest)
+            name = prepared.task.name
+            provers = Provers(PROVERS.inverse, PROVERS.bounds, PROVERS.reindex, PROVERS.split, search.hook)
+            report = verify(prepared.problem, checker, provers, timeout_s, stages)
+        except (IntakeError, ReferenceCaptureError) as exc:
+            return error(name, str(exc), time.monotonic() - start)
+        except Unsupported as exc:
+            return _unknown(name, f"unsupported: {exc}", start)
+        except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
+            return _unknown(name, f"internal error: {type(exc).__name__}: {exc}", start)
+        finally:
+            stages.close()
+        result = from_report(name, report, time.monotonic() - start)
+        result.stats["search"] = search.stats.to_json()
+        stop = budget.stop_reason()
+        if result.verdict == "unknown" and stop is not None:   # name the budget that left the job open
+            result.reason = f"{stop}: {result.reason}"
+        job.set_attributes({"lark.task": name, "lark.verdict": result.verdict})
     if certificate is not None and result.verdict == "verified":
         try:
             result.certificate = str(write_certificate(certificate, manifest, prepared, report))

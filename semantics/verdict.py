@@ -50,12 +50,17 @@ class Provers:
     `inverse(key, index, variables, e)` proposes the writer of output element e;
     `bounds(key, loop)` proposes iteration bounds of a loop;
     `reindex(key, source, source_var, target, target_var)` proposes how a reduction's index maps onto
-    another's; `split(key, dividend, divisor)` proposes quotient and remainder of an index division."""
+    another's; `split(key, dividend, divisor)` proposes quotient and remainder of an index division.
+    `search(kind, key, args, obligations, timeout_s)`, optional, explores alternative hints for a goal before
+    the core asks: given the core's own map from a hint to the obligations that prove it, it returns the
+    hints to try (the winner of an untrusted search, orchestrator/search.py). The core checks what it uses
+    exactly as it checks any prover's hint; today loop bounds and exact exits are searched."""
 
     inverse: Callable
     bounds: Callable
     reindex: Callable
     split: Callable
+    search: Callable | None = None
 
 
 @dataclass
@@ -114,8 +119,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         note("symbolic execution")
 
         def exit_oracle(loop, key: str):
-            return termination.exact_exit(loop, key, provers.bounds, ctx.thread, problem.launch, checker,
-                                          per_obligation(), record, hints)
+            return termination.exact_exit(loop, key, _bounds(provers, ctx.thread, problem.launch, True,
+                                                             per_obligation()),
+                                          ctx.thread, problem.launch, checker, per_obligation(), record, hints)
 
         effects = execute(problem.kernel, ctx, exit_oracle)
     except Unsupported as exc:
@@ -136,8 +142,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     accesses = ctx.accesses
 
     note("termination")
-    results["termination"], bounds = termination.check(effects.loops, provers.bounds, thread, launch, checker,
-                                                       per_obligation(), record, hints)
+    results["termination"], bounds = termination.check(effects.loops,
+                                                       _bounds(provers, thread, launch, False, per_obligation()),
+                                                       thread, launch, checker, per_obligation(), record, hints)
     effects.resolve_loops(bounds)
     note("values through shared memory")
     shared_values.resolve(ctx, thread, launch, problem.shared_symbols, provers.inverse, checker, per_obligation(),
@@ -167,6 +174,20 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         locate(finding, problem.kernel, problem.source_files, problem.language)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints)
+
+
+def _bounds(provers: Provers, thread, launch: Launch, exact: bool, timeout_s: float) -> Callable:
+    """The source of candidate loop bounds: the prover's list, or, with a search, the searched winner. Either
+    way the obligations come from `termination` and the core checks them itself."""
+    if provers.search is None:
+        return provers.bounds
+
+    def searched(key: str, loop) -> list:
+        def obligations(bound) -> list[Obligation]:
+            exits = termination.obligation(loop, bound, thread, launch)
+            return [exits, termination.stays_before(loop, bound, thread, launch)] if exact else [exits]
+        return provers.search("bounds", key, (loop,), obligations, timeout_s)
+    return searched
 
 
 def locate(finding: Finding, kernel: Kernel, files: dict[int, str], language: str = "ptx") -> None:
