@@ -19,7 +19,6 @@ Nothing here is trusted (DESIGN §3): the core is told only which candidate to t
 from __future__ import annotations
 
 import contextvars
-import threading
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -137,7 +136,6 @@ class Search:
         self.max_retries = max_retries
         self.stats = SearchStats()
         self._pool = ThreadPoolExecutor(self.width, thread_name_prefix="lark-search")
-        self._lock = threading.Lock()
 
     def __enter__(self) -> Search:
         return self
@@ -167,25 +165,30 @@ class Search:
             hints = self._ask(lambda strategy=strategy: strategy.propose(goal))
             alive += [_Candidate((n, s), hint, strategy, 0) for n, hint in enumerate(hints)]
         running: dict[Future, tuple[_Candidate, Obligation]] = {}
+        done: set[Future] = set()
         while True:
-            alive.sort(key=lambda c: c.rank)
-            winner = self._winner(alive)
+            # Everything but the wait holds Z3_LOCK: strategies and the core's obligation builder make terms
+            # in z3's shared main context, and so may the search threads (translating, caching, replaying).
+            with Z3_LOCK:
+                for future in done:
+                    candidate, obligation = running.pop(future)
+                    self._answer(goal, alive, candidate, obligation, future.result())
+                alive.sort(key=lambda c: c.rank)
+                winner = self._winner(alive)
+                stop = self.budget.stop_reason()
+                if winner is None and stop is None:
+                    self._submit(goal, alive, running)
             if winner is not None:
                 self._cancel(alive, running, winner)
                 return Closed(winner.hint, None, winner.strategy.name)
-            stop = self.budget.stop_reason()
             if stop is not None:
                 self.stats.stopped = stop
                 self._cancel(alive, running, None)
                 return Closed(None, f"search stopped: {stop}")
-            self._submit(goal, alive, running)
             if not running:
                 tried = sum(c.state == "failed" for c in alive)
                 return Closed(None, f"no candidate for {goal.key} was proved ({tried} tried)")
             done, _ = wait(list(running), timeout=POLL_S, return_when=FIRST_COMPLETED)
-            for future in done:
-                candidate, obligation = running.pop(future)
-                self._answer(goal, alive, candidate, obligation, future.result())
 
     @staticmethod
     def _winner(alive: list[_Candidate]) -> _Candidate | None:
