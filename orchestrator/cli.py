@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -52,8 +53,7 @@ def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Pat
         try:
             prepared = prepare(manifest)
             name = prepared.task.name
-            provers = Provers(PROVERS.inverse, PROVERS.bounds, PROVERS.reindex, PROVERS.split, search.hook)
-            report = verify(prepared.problem, checker, provers, timeout_s, stages)
+            report = verify(prepared.problem, checker, replace(PROVERS, search=search.hook), timeout_s, stages)
         except (IntakeError, ReferenceCaptureError) as exc:
             return error(name, str(exc), time.monotonic() - start)
         except Unsupported as exc:
