@@ -67,7 +67,8 @@ def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Pat
         stop = budget.stop_reason()
         if result.verdict == "unknown" and stop is not None:   # name the budget that left the job open
             result.reason = f"{stop}: {result.reason}"
-        job.set_attributes({"lark.task": name, "lark.verdict": result.verdict})
+        job.set_attributes({"lark.task": name, "lark.verdict": result.verdict,
+                            **{f"lark.property.{p}": state for p, state in result.properties.items()}})
     if certificate is not None and result.verdict == "verified":
         try:
             result.certificate = str(write_certificate(certificate, manifest, prepared, report))

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from lean_pool.checker import Checker, Obligation, Outcome
+from semantics.properties.common import PROPERTIES
 
 _provider = None          # an opentelemetry TracerProvider, or None: tracing is off
 _from_env_done = False
@@ -98,7 +99,8 @@ def within(handle: Handle | None, call: Callable, *args):
 
 
 class Stages:
-    """The core's progress callback as spans: each stage it announces is a span until the next one."""
+    """The core's progress callback as spans: each stage it announces is a span until the next one; a stage
+    that checks one property names it (`lark.property`)."""
 
     def __init__(self, progress: Callable[[str], None] | None = None):
         self.progress = progress
@@ -114,7 +116,10 @@ class Stages:
             return
         from opentelemetry import context, trace
 
-        self._current = Handle(tracer.start_span("lark.stage", attributes={"lark.stage": stage}))
+        attributes = {"lark.stage": stage}
+        if stage.replace(" ", "_") in PROPERTIES:
+            attributes["lark.property"] = stage.replace(" ", "_")
+        self._current = Handle(tracer.start_span("lark.stage", attributes=attributes))
         self._token = context.attach(trace.set_span_in_context(self._current.span))
 
     def close(self) -> None:

@@ -40,10 +40,12 @@ def test_a_verify_run_produces_the_span_tree(spans):
 
     [job] = [s for s in finished if s.name == "lark.job"]
     assert job.parent is None and job.attributes["lark.verdict"] == "verified"
+    assert job.attributes["lark.property.race_freedom"] == "proved"
     stages = [s for s in finished if s.name == "lark.stage"]
     assert all(parent(s) is job for s in stages)
     assert {"symbolic execution", "termination", "memory safety", "race freedom", "equivalence"} <= \
         {s.attributes["lark.stage"] for s in stages}
+    assert {s.attributes.get("lark.property") for s in stages} >= {"memory_safety", "race_freedom", "termination"}
     obligations = [s for s in finished if s.name == "lark.obligation"]
     assert len(obligations) >= result.stats["obligations"]
     assert all(parent(s) is not None and parent(s).name in ("lark.stage", "lark.search.candidate")
