@@ -42,8 +42,11 @@ MAX_GROUP = 64
 
 
 def _summands(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The terms of a sum, zeros dropped (they add nothing, and must not count as a group's element)."""
     if z3.is_add(term):
         return [t for child in term.children() for t in _summands(child)]
+    if z3.is_rational_value(term) and term.as_fraction() == 0:
+        return []
     return [term]
 
 
@@ -95,7 +98,7 @@ class PrefixSplitter:
         j = z3.FreshConst(z3.BitVecSort(64), "prefix_j")
         lanes = _summands(z3.substitute_vars(body_k.body(), j))
         s = len(lanes)
-        if s > MAX_GROUP:
+        if not 1 <= s <= MAX_GROUP:
             return None
         p = self.guess(z3.simplify(_wide(end) - _wide(lo) - s * _wide(count)))
         if p is None or not 0 <= p <= MAX_TAIL:
