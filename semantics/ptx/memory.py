@@ -142,7 +142,8 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
     else:
         value = _initial(buffer, index)
     for name, i, v, guard, phase in state.own_stores:
-        if name == buffer.name and phase == state.phase:
+        # (with barriers in a loop, equal counts of barrier lines do not mean the same phase: no forwarding)
+        if name == buffer.name and phase == state.phase and state.phase_extra is None:
             value = z3.If(z3.And(guard, i == index), v, value)
     return value
 
