@@ -95,7 +95,7 @@ class PrefixSplitter:
         lo, end, body_r = cr.children()
         if not (z3.is_bv_value(z3.simplify(lo_k)) and z3.simplify(lo_k).as_long() == 0):
             return None
-        j = z3.FreshConst(z3.BitVecSort(64), "prefix_j")
+        j = z3.BitVec(f"prefix_j!{self.key}.{self.count}", 64)  # named, not fresh: obligation texts are hashed
         lanes = _summands(z3.substitute_vars(body_k.body(), j))
         s = len(lanes)
         if not 1 <= s <= MAX_GROUP:
