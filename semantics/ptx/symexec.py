@@ -16,7 +16,7 @@ import z3
 
 from semantics.errors import Unsupported
 from semantics.ptx import loop_phases
-from semantics.ptx.accumulators import at_iteration, classify
+from semantics.ptx.accumulators import Accumulator, at_iteration, classify
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
@@ -25,7 +25,7 @@ from semantics.ptx.memory import MEMORY
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
 from semantics.ptx.sync import SYNC
 from semantics.ptx.types import PtxType
-from semantics.terms import mentions
+from semantics.terms import constants, mentions
 
 MAX_PATHS = 2048
 PRED = PtxType(".pred", "pred", 1)
@@ -246,15 +246,14 @@ class Executor:
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
-            elif r in accumulators and accumulators[r] is not None:
+            elif isinstance(accumulators.get(r), Accumulator):
                 acc = accumulators[r]
                 step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
                 j = z3.BitVec(f"j.{info.header}.{r}", 64)
                 summaries[r] = (acc, step_k, j)
                 body_state.regs[r] = at_iteration(acc, st.regs[r], k, step_k, k, j)
             elif r in accumulators:
-                body_state.regs[r] = body_state.opaque(st.regs[r], f"the value carried in {r} by the {where} (not "
-                                                                   f"a sum, max or min accumulation)")
+                body_state.regs[r] = body_state.opaque(st.regs[r], accumulators[r])
             elif r in st.regs:
                 body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
@@ -412,9 +411,19 @@ class Executor:
             others = [h for h in header_syms if str(h) not in induction_syms]
             if acc is not None and not any(mentions(acc.step, h) for h in others):
                 accumulators[r] = acc
-            else:
-                accumulators[r] = None  # carried, but not a recognised accumulation: its value becomes opaque
+            else:  # carried, but not a recognised accumulation: its value becomes opaque, for this reason
+                accumulators[r] = self._why_not_summarised(r, [n[r] for n in nexts if r in n], where)
         return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}, per_iteration
+
+    def _why_not_summarised(self, reg: str, nexts: list, where: str) -> str:
+        """Why a carried register is opaque: an opaque value it depends on (each iteration's shared reads, say),
+        or else its shape."""
+        for value in nexts:
+            for c in constants(value):
+                if str(c) in self.ctx.opaque:
+                    return (f"the value carried in {reg} by the {where} is not summarised: it depends on an "
+                            f"unmodelled value ({self.ctx.opaque[str(c)]})")
+        return f"the value carried in {reg} by the {where} (not a sum, max or min accumulation)"
 
     def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
         """Conservatively: the register is read in the body before any write to it, or read after the loop."""
