@@ -63,8 +63,19 @@ class Evaluator:
         self.model = model
         self.overrides = overrides or {}
         self.reads: dict[tuple[str, int], object] = {}   # buffer element -> value used
+        # term id -> (term, value): a reduction nested in another's body (a mean inside a variance) is the
+        # same term at every outer index and is expanded once. The term is kept so its id is never reused.
+        self.memo: dict[int, tuple[z3.ExprRef, object]] = {}
 
     def value(self, term: z3.ExprRef) -> object:
+        hit = self.memo.get(term.get_id())
+        if hit is not None and hit[0].eq(term):
+            return hit[1]
+        result = self._value(term)
+        self.memo[term.get_id()] = (term, result)
+        return result
+
+    def _value(self, term: z3.ExprRef) -> object:
         if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
             v = self.model.eval(term, model_completion=True)
             return v.as_long() if z3.is_bv_value(v) else z3.is_true(v)

@@ -21,6 +21,7 @@ from semantics.properties import (
     barriers,
     coverage,
     equivalence,
+    loop_barriers,
     memory_safety,
     races,
     shared_init,
@@ -162,6 +163,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     note("barrier uniformity")
     results["barrier_uniformity"] = barriers.check(ctx.barrier_paths, thread, launch, problem.shared_symbols,
                                                    checker, per_obligation(), record)
+    if results["barrier_uniformity"].state != VIOLATED:   # loops with barriers inside: equal trip counts
+        results["barrier_uniformity"].merge(loop_barriers.check(effects.loops, thread, launch, problem.shared_symbols,
+                                                                checker, per_obligation(), record))
     note("equivalence")
     results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
                                           checker, per_obligation(), record, hints)

@@ -16,7 +16,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
-from semantics.properties import divisions
+from semantics.properties import divisions, prefix
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -70,7 +70,9 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             key = f"equivalence:{buffer.name}:line{access.line}:lane{j}"
 
             def matcher(hypothesis, key=key):
-                return Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key)
+                # a running sum against a prefix first (scans), then the general matcher on what is left
+                return prefix.Chain(prefix.splitter(hypothesis, key, checker, timeout_s, record),
+                                    Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key))
 
             def divide(term, hypothesis, key=key):
                 return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key)
@@ -158,7 +160,9 @@ def _may_be_overwritten(access, thread, model, stores, fixes, checker, timeout_s
         shift = s.elem_bytes.bit_length() - 1
         first = z3.LShR(offset, shift)
         hit = z3.And(z3.ULE(first, index), z3.ULT(index, first + len(s.values) if s.values else first + 1))
-        differs = z3.Or([z3.substitute(k, *renamed) != k for _, k in s.loops]) if s is access else z3.BoolVal(True)
+        # this site at another iteration: the witness's own iterations are fixed, the renamed ones are free
+        differs = z3.substitute(z3.Or([z3.substitute(k, *renamed) != k for _, k in s.loops]), *fixes) \
+            if s is access else z3.BoolVal(True)
         cases.append(z3.And(guard, hit, differs))
     probe = z3.substitute(z3.Or(cases), *thread_fixes) if thread_fixes else z3.Or(cases)
     return checker.check(Obligation("overwrite", "equivalence", probe), timeout_s).status != PROVED

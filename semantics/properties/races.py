@@ -21,6 +21,7 @@ from semantics.properties.common import (
     PropertyResult,
     escape,
     mentions_opaque,
+    rename_apart,
     second_thread,
     shaped_thread,
     thread_witness,
@@ -41,19 +42,30 @@ def conflicting_pairs(accesses: list[Access]) -> list[tuple[Access, Access]]:
     return pairs
 
 
-def concurrent(a: Access, b: Access, thread: Thread) -> z3.BoolRef:
+def same_phase(a: Access, b: Access, thread: Thread, shared: set[str]) -> z3.BoolRef:
+    """The first thread's access a and the second thread's access b lie in the same barrier interval. With
+    barriers inside loops the phases are terms in the iteration (`semantics.ptx.loop_phases`): b's is
+    renamed apart to the second thread, like its guard and offset."""
+    if a.phase_term is None and b.phase_term is None:
+        return z3.BoolVal(a.phase == b.phase)
+    phase_a = a.phase_term if a.phase_term is not None else z3.BitVecVal(a.phase, 64)
+    phase_b = b.phase_term if b.phase_term is not None else z3.BitVecVal(b.phase, 64)
+    return phase_a == z3.substitute(phase_b, *rename_apart([phase_b], thread, OTHER, shared))
+
+
+def concurrent(a: Access, b: Access, thread: Thread, shared: set[str] = frozenset()) -> z3.BoolRef:
     """When the two threads' accesses can happen at the same time."""
     same_block = thread.same_block(OTHER)
     if a.space == "shared":
-        return z3.And(same_block, z3.BoolVal(a.phase == b.phase))
-    return z3.Or(z3.Not(same_block), z3.BoolVal(a.phase == b.phase))
+        return z3.And(same_block, same_phase(a, b, thread, shared))
+    return z3.Or(z3.Not(same_block), same_phase(a, b, thread, shared))
 
 
 def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set[str]) -> Obligation:
     guard_b, offset_b, loops_b = second_thread(b, thread, OTHER, shared)
     overlap = z3.And(z3.ULT(a.offset, offset_b + b.width), z3.ULT(offset_b, a.offset + a.width))
     formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), z3.Not(thread.same_thread(OTHER)),
-                     concurrent(a, b, thread), a.guard, guard_b, overlap)
+                     concurrent(a, b, thread, shared), a.guard, guard_b, overlap)
     witness = {**thread_witness(thread, a.loops), **thread_witness(OTHER, loops_b, "'"), "offset": a.offset,
                "offset'": offset_b}
     return Obligation(f"race_freedom: {a.kind} line {a.line} vs {b.kind} line {b.line} on {a.buffer}",

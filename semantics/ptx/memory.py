@@ -103,7 +103,7 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     if state.recording:
         state.ctx.accesses.append(Access(
             kind, ptr.space, buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
-            state.loops, ins.line, ins.loc, state.phase, op))
+            state.loops, ins.line, ins.loc, state.phase, state.phase_term(), op))
     shift = elem_bytes.bit_length() - 1
     indices = [simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
     if kind == "store" and not state.loops:
@@ -130,15 +130,21 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
         raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
     if buffer.role == "input":
         return buffer.contents()(index)
-    if buffer.role == "shared" and state.phase > 0 and not state.in_body and state.recording:
+    if buffer.role == "shared" and state.phase > 0 and not state.in_body and state.recording \
+            and state.phase_extra is None:
         value = _pending_shared_read(state, buffer, index, ins, sort, elem_bytes)
+    elif buffer.role == "shared" and (state.in_body or state.phase_extra is not None) and state.barriers:
+        value = state.opaque(z3.Const("v", sort), f"values read from shared memory in or after a loop with barriers "
+                                                  f"({buffer.name}, line {ins.line}) are not resolved to their "
+                                                  f"writers yet")
     elif buffer.role == "shared" or state.phase > 0:
         value = state.opaque(z3.Const("v", sort), f"values written by other threads of a block "
                                                   f"({buffer.name}, line {ins.line}) are not modelled yet")
     else:
         value = _initial(buffer, index)
     for name, i, v, guard, phase in state.own_stores:
-        if name == buffer.name and phase == state.phase:
+        # (with barriers in a loop, equal counts of barrier lines do not mean the same phase: no forwarding)
+        if name == buffer.name and phase == state.phase and state.phase_extra is None:
             value = z3.If(z3.And(guard, i == index), v, value)
     return value
 

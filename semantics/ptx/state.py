@@ -48,6 +48,9 @@ class Access:
     loc: tuple[int, int] | None
     phase: int = 0                  # barriers passed before it: accesses of one block in different phases
                                     # are ordered by a barrier
+    # In or after a loop with barriers in its body, the exact number of barriers passed before it, as a
+    # 64-bit term in the loop's iteration (semantics/ptx/loop_phases.py); `phase` is then not used.
+    phase_term: z3.BitVecRef | None = None
     op: str = ""                    # atomics: the operation ('add', 'min', 'max')
 
 
@@ -103,10 +106,18 @@ class ThreadState:
     guard_pred: z3.BoolRef | None = None  # the predicate of the instruction being executed, if any
     barriers: tuple[int, ...] = ()   # lines of the barriers this path has passed
     in_body: bool = False            # inside a loop body (loops keeps the loops left behind, too)
+    # barriers passed in completed iterations of loops with barriers (k·b per loop), None when there are none
+    phase_extra: z3.BitVecRef | None = None
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
-                           self.entered_loop, self.recording, None, self.barriers, self.in_body)
+                           self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra)
+
+    def phase_term(self) -> z3.BitVecRef | None:
+        """The number of barriers this thread has passed, when loops with barriers make it symbolic."""
+        if self.phase_extra is None:
+            return None
+        return z3.simplify(self.phase_extra + len(self.barriers))
 
     @property
     def phase(self) -> int:

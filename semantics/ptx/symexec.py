@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
-from semantics.ptx.accumulators import at_iteration, classify
+from semantics.ptx import loop_phases
+from semantics.ptx.accumulators import Accumulator, at_iteration, classify
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
@@ -24,7 +25,7 @@ from semantics.ptx.memory import MEMORY
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
 from semantics.ptx.sync import SYNC
 from semantics.ptx.types import PtxType
-from semantics.terms import mentions
+from semantics.terms import constants, mentions
 
 MAX_PATHS = 2048
 PRED = PtxType(".pred", "pred", 1)
@@ -44,6 +45,7 @@ class LoopInfo:
     start: dict[str, object] = field(default_factory=dict)  # induction register -> value at entry
     placeholder: z3.BoolRef = z3.BoolVal(True)  # stands for "iteration k is reached" until resolved
     exit: z3.BitVecRef | None = None  # the proved iteration at which every entering thread leaves
+    barriers: tuple[int, ...] = ()    # the barrier lines every iteration passes, in order (usually none)
 
     def reach_guard(self, bound: z3.BitVecRef | None) -> z3.BoolRef:
         """A sound over-approximation of "iteration k runs": the previous iteration took the back edge,
@@ -224,31 +226,34 @@ class Executor:
         where = f"loop at line {self.body[header].line}"
         self._check_single_entry(header, latch, where)
         written = self._written_registers(header, latch)
-        steps, accumulators, induction_syms = self._induction_steps(st, header, latch, written, where)
+        steps, accumulators, induction_syms, per_iteration = self._induction_steps(st, header, latch, written,
+                                                                                   where)
         # numbered per execution, so obligation texts (cache keys, certificates) do not depend on what the
         # process ran before
         k = z3.BitVec(f"k{len(self.loops)}.{self.body[header].name}", 64)
         info = LoopInfo(self.body[header].name, self.body[header].line, k, entry=st.condition(), steps=steps,
-                        start={r: st.regs.get(r) for r in steps}, placeholder=z3.Bool(f"reach.{k}"))
+                        start={r: st.regs.get(r) for r in steps}, placeholder=z3.Bool(f"reach.{k}"),
+                        barriers=per_iteration)
         self.loops.append(info)
         body_state = st.copy()
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
         body_state.in_body = True
+        if per_iteration:
+            body_state.phase_extra = loop_phases.completed(st.phase_extra, k, len(per_iteration))
         at_k = [(induction_syms[r], _symbol_of(_advance(st.regs[r], steps[r], k))) for r in steps]
         summaries = {}
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
-            elif r in accumulators and accumulators[r] is not None:
+            elif isinstance(accumulators.get(r), Accumulator):
                 acc = accumulators[r]
                 step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
                 j = z3.BitVec(f"j.{info.header}.{r}", 64)
                 summaries[r] = (acc, step_k, j)
                 body_state.regs[r] = at_iteration(acc, st.regs[r], k, step_k, k, j)
             elif r in accumulators:
-                body_state.regs[r] = body_state.opaque(st.regs[r], f"the value carried in {r} by the {where} (not "
-                                                                   f"a sum, max or min accumulation)")
+                body_state.regs[r] = body_state.opaque(st.regs[r], accumulators[r])
             elif r in st.regs:
                 body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
@@ -260,14 +265,21 @@ class Executor:
             info.stay.append(z3.And(s.path[base:]) if len(s.path) > base else z3.BoolVal(True))
 
         leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
+        if per_iteration and len({s.barriers for _, s in leaving}) > 1:
+            # the exit paths would be compared by barrier uniformity without knowing they leave at one iteration
+            raise Unsupported("a loop with barriers that is left on paths passing different barriers", where)
         for _, s in leaving:
             s.in_body = False
             self._finish_accumulators(s, st, summaries, at_k, k, where)
+            if per_iteration:
+                s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
         if self.exit_oracle is not None:
             same = [other for other in self.loops if other.header == info.header]
             bound = self.exit_oracle(info, f"termination:{info.header}#{same.index(info)}")
             if bound is not None:
                 return [(pc, _at_iteration(s, info, bound, st.loops)) for pc, s in leaving]
+        if per_iteration:
+            return leaving  # the state after the loop depends on the exit iteration through the barrier count
         return self._merge_exits(st, leaving, written, k, where)
 
     def _merge_exits(self, entry: ThreadState, leaving: list, written: set[str], k, where: str) -> list:
@@ -355,11 +367,12 @@ class Executor:
         return {r for item in self.body[header:latch + 1] if isinstance(item, Instr) for r in _dests(item)}
 
     def _induction_steps(self, st: ThreadState, header: int, latch: int, written: set[str],
-                         where: str) -> tuple[dict, list[str]]:
+                         where: str) -> tuple[dict, dict, dict, tuple[int, ...]]:
         """Run the body once from a generic header state; a register is an induction variable when every
         back edge gives it `header value + step`, the step free of header values. Other live carried
         registers must hold floats (accumulators): their values become opaque, so safety can still be
-        proved while value equivalence is reported unknown."""
+        proved while value equivalence is reported unknown. Also returns the barrier lines one iteration
+        passes (the same on every back edge, `loop_phases.per_iteration`)."""
         generic = st.copy()
         generic.recording = False
         generic.loops = st.loops + ((None, None),)
@@ -371,7 +384,13 @@ class Executor:
             else:
                 generic.regs.pop(r, None)
         nexts: list[dict] = []
-        self._explore(generic, header + 1, (header, latch), lambda s: nexts.append(s.regs))
+        passed: list[tuple[int, ...]] = []
+
+        def back_edge(s: ThreadState) -> None:
+            nexts.append(s.regs)
+            passed.append(s.barriers[len(st.barriers):])
+        self._explore(generic, header + 1, (header, latch), back_edge)
+        per_iteration = loop_phases.per_iteration(passed, where)
         steps = {}
         header_syms = [_symbol_of(v) for v in symbols.values()]
         for r, sym in symbols.items():
@@ -392,9 +411,19 @@ class Executor:
             others = [h for h in header_syms if str(h) not in induction_syms]
             if acc is not None and not any(mentions(acc.step, h) for h in others):
                 accumulators[r] = acc
-            else:
-                accumulators[r] = None  # carried, but not a recognised accumulation: its value becomes opaque
-        return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}
+            else:  # carried, but not a recognised accumulation: its value becomes opaque, for this reason
+                accumulators[r] = self._why_not_summarised(r, [n[r] for n in nexts if r in n], where)
+        return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}, per_iteration
+
+    def _why_not_summarised(self, reg: str, nexts: list, where: str) -> str:
+        """Why a carried register is opaque: an opaque value it depends on (each iteration's shared reads, say),
+        or else its shape."""
+        for value in nexts:
+            for c in constants(value):
+                if str(c) in self.ctx.opaque:
+                    return (f"the value carried in {reg} by the {where} is not summarised: it depends on an "
+                            f"unmodelled value ({self.ctx.opaque[str(c)]})")
+        return f"the value carried in {reg} by the {where} (not a sum, max or min accumulation)"
 
     def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
         """Conservatively: the register is read in the body before any write to it, or read after the loop."""
@@ -460,6 +489,8 @@ def _at_iteration(state: ThreadState, info: LoopInfo, bound: z3.BitVecRef, outer
     out.regs = {r: _substitute_value(v, pairs) for r, v in state.regs.items()}
     out.own_stores = tuple((b, z3.substitute(i, *pairs), z3.substitute(v, *pairs), z3.substitute(g, *pairs), ph)
                            for b, i, v, g, ph in state.own_stores)
+    if state.phase_extra is not None:
+        out.phase_extra = simplify(z3.substitute(state.phase_extra, *pairs))
     out.loops = outer
     return out
 

@@ -1,7 +1,8 @@
 """Barriers, warp-synchronous operations and atomics: the instructions through which threads talk.
 
 A barrier ends a phase: the path records which barrier it passed, so accesses carry their phase and
-barrier uniformity can compare the barrier sequences of two threads. Values that come from other
+barrier uniformity can compare the barrier sequences of two threads. Inside a loop body the executor
+counts the body's barriers per iteration (semantics/ptx/loop_phases.py). Values that come from other
 threads (shuffles, votes, warp reductions, the old value of an atomic) are opaque here: properties that
 depend on them are reported unknown, never guessed.
 """
@@ -32,8 +33,6 @@ def barrier(state: ThreadState, ins: Instr) -> None:
         raise Unsupported(f"barrier `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
     if len(ins.operands) != 1 or not isinstance(ins.operands[0], IntImm):
         raise Unsupported("a named barrier or a barrier with a thread count", f"line {ins.line}")
-    if state.in_body:
-        raise Unsupported("a barrier inside a loop", f"line {ins.line}")
     if state.guard_pred is not None:
         raise Unsupported("a predicated barrier", f"line {ins.line}")
     state.barriers = state.barriers + (ins.line,)

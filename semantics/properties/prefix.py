@@ -1,0 +1,159 @@
+"""Prefix sums: a kernel's running sum at iteration k against the reference's Σ over a prefix.
+
+A scan kernel that stores its accumulator inside the loop stores, at iteration k of a loop unrolled s
+times, `acc₀ + Sum(0, k, λj. B(j)) + e_0 + … + e_{q-1}`: the whole groups of s elements summed so far plus
+the partial group of the current iteration. The reference's element is one comprehension
+`Sum(lo, N, λm. h(m))` (torch's cumsum: `Sum(0, c + 1, …)`). Neither bound is a constant (they move with k
+and with the storing thread), so the general matcher's counting arguments do not apply; this module
+proves the match with one identity instead.
+
+Theorem (prefix split). For integers s ≥ 1, p ≥ 0, K ≥ 0 and lo with lo + s·K + p = N (exact integers),
+    Σ_{lo ≤ m < N} h(m) = Σ_{0 ≤ j < K} (Σ_{0 ≤ i < s} h(lo + s·j + i)) + Σ_{0 ≤ t < p} h(lo + s·K + t).
+Proof: (j, i) ↦ lo + s·j + i is a bijection from [0, K) × [0, s) onto [lo, lo + s·K), the tail t ↦ lo + s·K + t
+one from [0, p) onto [lo + s·K, N); finite sums of reals may be reordered and regrouped.
+
+Used on a store obligation under its hypothesis H (the store happens), with s the number of summands of
+the kernel's body B and p a guess (a value of N - lo - s·K in one model of H), the rewrite is justified by
+two obligations, each proved unsatisfiable under H:
+1. N ≠ lo + s·K + p, with the bounds zero-extended to 128 bits: the identity's premise, on exact integers.
+   Since N < 2⁶⁴, every index lo + s·j + i and lo + s·K + t is below 2⁶⁴ too, so the 64-bit index terms
+   below compute the exact integers (no wrap-around).
+2. j < K ∧ B(j) ≠ Σ_{i<s} h(lo + s·j + i), j a fresh 64-bit constant: the two sums over [0, K) agree term by
+   term, hence are equal (the kernel's Sum must start at 0, checked syntactically).
+Then the kernel's Sum(0, K, B) and the reference's Sum(lo, N, h) - Σ_t h(lo + s·K + t) are the same real,
+and both are replaced by one fresh symbol: the kernel side by the symbol, the reference's comprehension by
+the symbol plus the p tail elements. The final obligation compares what is left (the partial group against
+the tail), so a wrong scan (a store before the add) leaves a satisfiable difference, whose model is then
+confirmed on real numbers like any other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.comprehension import SUM, is_comprehension
+from semantics.terms import subterms
+
+MAX_TAIL = 64        # the partial group is at most one unrolled iteration: a few elements, never a row
+MAX_GROUP = 64
+
+
+def _summands(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The terms of a sum, zeros dropped (they add nothing, and must not count as a group's element)."""
+    if z3.is_add(term):
+        return [t for child in term.children() for t in _summands(child)]
+    if z3.is_rational_value(term) and term.as_fraction() == 0:
+        return []
+    return [term]
+
+
+def _innermost_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The Sum comprehensions in `term` whose bodies contain no comprehension, each once."""
+    return [t for t in subterms(term) if z3.is_app(t) and t.decl() == SUM
+            and not any(is_comprehension(s) for s in subterms(t.arg(2).body()))]
+
+
+def _wide(term: z3.BitVecRef) -> z3.BitVecRef:
+    return z3.ZeroExt(128 - term.size(), term)
+
+
+class PrefixSplitter:
+    """Rewrites a kernel running sum and the reference's prefix comprehension to one shared symbol.
+
+    `prove(name, formula)` must return True only when `hypothesis ∧ formula` is proved unsatisfiable (it also
+    records the obligation); `guess(term)` returns the value of a bit-vector term in one model of the
+    hypothesis, or None (an untrusted guess: every use of it is proved first)."""
+
+    def __init__(self, key: str, prove: Callable[[str, z3.BoolRef], bool],
+                 guess: Callable[[z3.BitVecRef], int | None]):
+        self.key = key
+        self.prove = prove
+        self.guess = guess
+        self.count = 0
+
+    def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        sums = [t for t in _summands(kernel) if z3.is_app(t) and t.decl() == SUM]
+        if not sums:
+            return kernel, reference
+        for ck in sums:
+            if any(is_comprehension(s) for s in subterms(ck.arg(2).body())):
+                continue
+            for cr in _innermost_sums(reference):
+                replaced = self._split(ck, cr)
+                if replaced is not None:
+                    symbol, tail = replaced
+                    kernel = z3.substitute(kernel, (ck, symbol))
+                    reference = z3.substitute(reference, (cr, symbol + tail if tail is not None else symbol))
+                    break
+        return kernel, reference
+
+    def _split(self, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[z3.ArithRef, z3.ArithRef | None] | None:
+        lo_k, count, body_k = ck.children()
+        lo, end, body_r = cr.children()
+        if not (z3.is_bv_value(z3.simplify(lo_k)) and z3.simplify(lo_k).as_long() == 0):
+            return None
+        j = z3.BitVec(f"prefix_j!{self.key}.{self.count}", 64)  # named, not fresh: obligation texts are hashed
+        lanes = _summands(z3.substitute_vars(body_k.body(), j))
+        s = len(lanes)
+        if not 1 <= s <= MAX_GROUP:
+            return None
+        p = self.guess(z3.simplify(_wide(end) - _wide(lo) - s * _wide(count)))
+        if p is None or not 0 <= p <= MAX_TAIL:
+            return None
+
+        def h(index: z3.BitVecRef) -> z3.ArithRef:
+            return z3.substitute_vars(body_r.body(), index)
+
+        where = f"{self.key}: a running sum of {s}-element groups against a prefix"
+        if not self.prove(f"{where}: the prefix has {s}·K + {p} elements",
+                          _wide(end) != _wide(lo) + s * _wide(count) + p):
+            return None
+        group = z3.Sum([h(lo + s * j + i) for i in range(s)]) if s > 1 else h(lo + j)
+        if not self.prove(f"{where}: each group of the kernel's sum is {s} consecutive reference elements",
+                          z3.And(z3.ULT(j, count), z3.Sum(lanes) != group)):
+            return None
+        symbol = z3.Real(f"prefix!{self.key}.{self.count}")
+        self.count += 1
+        tail = [h(lo + s * count + t) for t in range(p)]
+        return symbol, (z3.Sum(tail) if len(tail) > 1 else tail[0]) if tail else None
+
+
+class Chain:
+    """Rewriters applied in order: each gets what the previous one left."""
+
+    def __init__(self, *rewriters):
+        self.rewriters = rewriters
+
+    def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        for r in self.rewriters:
+            kernel, reference = r.rewrite(kernel, reference)
+        return kernel, reference
+
+
+def splitter(hypothesis: z3.BoolRef, key: str, checker: Checker, timeout_s: float, record) -> PrefixSplitter:
+    """A PrefixSplitter whose obligations are checked (and recorded) under `hypothesis`."""
+    def prove(name: str, formula: z3.BoolRef) -> bool:
+        ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(hypothesis, formula))
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        return outcome.status == PROVED
+
+    model: list = []
+
+    def guess(term: z3.BitVecRef) -> int | None:
+        if z3.is_bv_value(term):
+            return term.as_long()
+        if not model:
+            solver = z3.Solver()
+            solver.set("timeout", 5000)
+            solver.add(hypothesis)
+            model.append(solver.model() if solver.check() == z3.sat else None)
+        if model[0] is None:
+            return None
+        value = model[0].eval(term, model_completion=True)
+        return value.as_long() if z3.is_bv_value(value) else None
+
+    return PrefixSplitter(key, prove, guess)
