@@ -86,6 +86,8 @@ class Resolver:
         """(the store's writer wrote the element, the value it wrote), both in the reader's terms."""
         if store.loops or len(store.values) != 1 or store.elem_bytes != read.elem_bytes:
             return None
+        if store.values[0].sort() != read.symbol.sort():   # a float stored, integer bits read (or back)
+            return None
         tids = list(self.thread.tid)
         shift = read.elem_bytes.bit_length() - 1
         key = f"shared_value:line{read.line}:from{store.line}:{n}"

@@ -103,7 +103,10 @@ def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, m
     }[modes[0]]()
     source = z3.If(valid, j, lane)
     state.ctx.warp_uniform.append((f"shfl.sync at line {ins.line}", state.condition()))
-    return z3.substitute(a, (tid, tid - lane + source)), valid
+    # tid - lane + source, written as a bit concatenation (source < 32): with a concrete lane it simplifies to
+    # the very term that lane's own tid gives (warp_stores compares lanes that way).
+    source_tid = z3.Concat(z3.Extract(31, 5, tid), z3.Extract(4, 0, source))
+    return z3.substitute(a, (tid, source_tid)), valid
 
 
 def _thread_private(const: z3.ExprRef) -> bool:
