@@ -147,7 +147,11 @@ def _pending_shared_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: I
     """A value another thread of the block wrote before a barrier: a placeholder now, resolved after the
     whole kernel is explored (every path's stores are known then) by `semantics.properties.shared_values`."""
     sort = _shared_sort(state, buffer, sort, elem_bytes)
-    symbol = z3.Const(f"shared!{ins.line}!{len(state.ctx.shared_reads)}", sort)
+    # A function of the reading thread's coordinates, so that a shuffle handing the value to another lane
+    # (which substitutes that lane's tid) names that lane's read.
+    coordinates = state.ctx.thread.variables()
+    read = z3.Function(f"shared!{ins.line}!{len(state.ctx.shared_reads)}", *[c.sort() for c in coordinates], sort)
+    symbol = read(*coordinates)
     state.ctx.shared_reads.append(SharedRead(symbol, buffer.name, simplify(index * elem_bytes), elem_bytes,
                                              state.phase, state.condition(), ins.line))
     return symbol
