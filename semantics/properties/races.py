@@ -14,6 +14,7 @@ import itertools
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.properties import warp_stores
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -25,7 +26,6 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
-from semantics.properties import warp_stores
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access
 
