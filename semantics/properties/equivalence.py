@@ -112,13 +112,20 @@ def _concrete_search(access: Access, ob: Obligation, value, expected, stores, th
     model's inputs and at random ones. A witness found this way is as concrete as any other."""
     solver = z3.Solver()
     solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
-    solver.add(ob.formula.arg(0) if z3.is_and(ob.formula) else ob.formula)
+    solver.add(_hypothesis(ob.formula))
     if solver.check() != z3.sat:
         return None
     model = solver.model()
     values = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
     candidate = Outcome(REFUTED, "concrete search", 0.0, values, z3_model=model)
     return _confirm(access, ob, candidate, value, expected, stores, thread, checker, timeout_s)
+
+
+def _hypothesis(formula: z3.BoolRef) -> z3.BoolRef:
+    """The hypothesis of an equivalence obligation, And(And(hypothesis, value != expected), *facts): without
+    the comparison, whose uninterpreted reductions can keep the solver from finding any model at all."""
+    premise = formula.arg(0) if z3.is_and(formula) else formula
+    return premise.arg(0) if z3.is_and(premise) and premise.num_args() == 2 else premise
 
 
 def _fixes(ob: Obligation, model: dict) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
