@@ -9,7 +9,9 @@ means afresh: the PTX and capture caches are untrusted (a capture is keyed by th
 a changed import would go unseen), so the pipeline runs with a throwaway, empty $LARK_CACHE_DIR.
 
 The PTX is hashed without the folders of its `.file` debug directives (nvcc and Triton write the source's
-absolute path there), so that a task folder can move, or be checked on another machine, and keep its hash.
+absolute path there) and without its `.debug_*` sections (their strings hold internal-linkage names that nvcc
+derives from the source's path), so that a task folder can move, or be checked on another machine, and keep
+its hash. Neither carries semantics: the parser reads `.loc` lines only for naming source lines.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ HASH_LABELS = {
     "reference.graph_hash": "the reference's exported graph",
 }
 _FILE_FOLDER = re.compile(r'^(\s*\.file\s+\d+\s+")[^"\n]*/', re.MULTILINE)
+_DEBUG_SECTION = re.compile(r'^\s*\.section\s+\.debug\w*\s*\{.*?^\s*\}', re.MULTILINE | re.DOTALL)
 
 
 class Rejected(Exception):
@@ -53,7 +56,7 @@ def sha256(data: str | bytes) -> str:
 
 
 def ptx_sha256(ptx: str) -> str:
-    return sha256(_FILE_FOLDER.sub(r"\1", ptx))
+    return sha256(_DEBUG_SECTION.sub("", _FILE_FOLDER.sub(r"\1", ptx)))
 
 
 def identity(task: Task, prepared: Prepared | None = None) -> dict:

@@ -11,7 +11,9 @@ obligation the verifier itself builds for that access, the witness's concrete va
 * equivalence, a wrong value: the thread stores that element, and the kernel's value and the reference's,
   evaluated on real numbers (`semantics.replay.Evaluator`) at the witness's inputs, differ and are the
   recorded values;
-* equivalence, an element never written: no thread can write it (that query is unsat).
+* equivalence, an element never written: no thread can write it (that query is unsat);
+* equivalence of an atomic accumulation (a one-hot witness: one input element 1, the rest 0): the number of
+  instances adding that element, and of reference terms reading it, recounted exactly, give the recorded values.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from orchestrator.cert_identity import Rejected, rederive
 from orchestrator.cert_schema import Witness
 from orchestrator.cert_terms import BadHint, hint_from_json, replay_provers
 from semantics.errors import Unsupported
-from semantics.properties import coverage, equivalence, memory_safety, races, shared_values, termination
+from semantics.properties import atomics, coverage, equivalence, memory_safety, races, shared_values, termination
 from semantics.properties.common import escape, thread_witness
 from semantics.ptx.bind import bind
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
@@ -197,8 +199,23 @@ def _never_written(s: Site, w: dict) -> None:
         raise NotReproduced(f"{buffer.name}[{element}] is not shown to be left unwritten")
 
 
+def _one_hot_sum(s: Site, w: dict) -> None:
+    buffer = s.buffers[w["buffer"]]
+    ((name, p), _), = _inputs(s, w["inputs"]).items()
+    summed = [a for a in s.accesses if a.buffer == buffer.name and a.kind != "load"]
+    values = atomics.recompute(buffer, summed, s.problem.references[buffer.name], s.thread, s.launch_ok,
+                               w["element_index"], p)
+    if values is None or values[0] == values[1] or not _close(values[0], w["kernel_value"]) \
+            or not _close(values[1], w["reference_value"]):
+        raise NotReproduced(f"with {name}[{p}] = 1 and every other input 0, the atomics into {buffer.name} do not "
+                            f"leave {w['kernel_value']} against the reference's {w['reference_value']}")
+
+
 def _equivalence(s: Site, w: dict) -> None:
-    (_wrong_value if "block" in w else _never_written)(s, w)
+    if "other_inputs" in w:
+        _one_hot_sum(s, w)
+    else:
+        (_wrong_value if "block" in w else _never_written)(s, w)
 
 
 REPLAYS: dict[str, Callable[[Site, dict], None]] = {

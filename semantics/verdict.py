@@ -17,6 +17,7 @@ import z3
 from lean_pool.checker import Checker, Obligation, Outcome
 from semantics.errors import Unsupported
 from semantics.properties import (
+    atomics,
     barriers,
     coverage,
     equivalence,
@@ -192,8 +193,6 @@ def locate(finding: Finding, kernel: Kernel, files: dict[int, str], language: st
 def _opaque_reason(outputs: list, opaque: dict[str, str]) -> str | None:
     """Why an output's value is not modelled, if it depends on a value from other threads."""
     for access in outputs:
-        if access.kind == "atomic":
-            return f"{access.buffer} is accumulated with atomics (line {access.line}); not summarised yet"
         names = {str(c) for v in access.values for c in local_constants(v, set())}
         for name in sorted(names & opaque.keys()):
             return opaque[name]
@@ -210,15 +209,21 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
         return PropertyResult(UNKNOWN, [f"the kernel writes input buffer {strays[0].buffer} (line {strays[0].line});"
                                         f" in-place updates are not modelled"])
     outputs = [a for a in stores if problem.buffers[a.buffer].role == "output"]
+    summed = atomics.accumulated(outputs)
+    stored = [a for a in outputs if a.buffer not in summed]
     why = _opaque_reason(outputs, opaque)
     if why:
         return PropertyResult(UNKNOWN, [why])
-    values = equivalence.check(outputs, problem.buffers, problem.references, thread, launch_ok, checker,
+    values = equivalence.check(stored, problem.buffers, problem.references, thread, launch_ok, checker,
                                timeout_s, record, provers, hints)
     if values.state == VIOLATED:
         return values
-    covered = coverage.check(problem.buffers, outputs, provers.inverse, thread, launch, checker, timeout_s, record,
-                             hints)
+    for name in sorted(summed):
+        values.merge(atomics.check(problem.buffers[name], [a for a in outputs if a.buffer == name],
+                                   problem.references[name], thread, launch, launch_ok, problem.shared_symbols,
+                                   provers, checker, timeout_s, record, hints))
+    plain = {n: b for n, b in problem.buffers.items() if n not in summed}
+    covered = coverage.check(plain, stored, provers.inverse, thread, launch, checker, timeout_s, record, hints)
     if covered.state == VIOLATED:
         return covered
     values.downgrade(covered.state)

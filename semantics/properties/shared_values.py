@@ -62,7 +62,12 @@ class Resolver:
     def run(self) -> None:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
         stores = [a for a in self.ctx.accesses if a.space == "shared" and a.kind == "store"]
+        atomics = {(a.buffer, a.phase) for a in self.ctx.accesses if a.space == "shared" and a.kind == "atomic"}
         for read in sorted(self.ctx.shared_reads, key=lambda r: r.phase):
+            if any(buffer == read.buffer and phase < read.phase for buffer, phase in atomics):
+                # what atomics leave behind is a sum over threads, not one writer's value: not resolved here
+                pairs.append((read.symbol, self._opaque(read, "atomics updated the array before it")))
+                continue
             value = self._value(read, stores, pairs)
             pairs.append((read.symbol, value))
         if pairs:

@@ -91,7 +91,8 @@ def _stored_value(state: ThreadState, op, ty, is_float: bool) -> z3.ExprRef:
     return coerce(value, target)
 
 
-def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: int, values: tuple) -> list:
+def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: int, values: tuple,
+            op: str = "") -> list:
     """Record the access and return the loaded element values (loads)."""
     buffer = state.ctx.buffers[ptr.buffer]
     if buffer.role == "opaque":
@@ -102,15 +103,15 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     if state.recording:
         state.ctx.accesses.append(Access(
             kind, ptr.space, buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
-            state.loops, ins.line, ins.loc, state.phase))
+            state.loops, ins.line, ins.loc, state.phase, op))
     shift = elem_bytes.bit_length() - 1
     indices = [simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
-    if kind == "store":
-        if not state.loops:
-            guard = state.condition()
-            state.own_stores = state.own_stores + tuple(
-                (buffer.name, i, v, guard, state.phase) for i, v in zip(indices, values, strict=True))
-        return []
+    if kind == "store" and not state.loops:
+        guard = state.condition()
+        state.own_stores = state.own_stores + tuple(
+            (buffer.name, i, v, guard, state.phase) for i, v in zip(indices, values, strict=True))
+    if kind != "load":
+        return []  # (an atomic's old value depends on the order of atomics: the caller makes it opaque)
     sort = z3.RealSort() if _holds_floats(buffer, ins) else z3.BitVecSort(elem_bytes * 8)
     return [_read_element(state, buffer, i, ins, sort, elem_bytes) for i in indices]
 

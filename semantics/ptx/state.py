@@ -48,6 +48,7 @@ class Access:
     loc: tuple[int, int] | None
     phase: int = 0                  # barriers passed before it: accesses of one block in different phases
                                     # are ordered by a barrier
+    op: str = ""                    # atomics: the operation ('add', 'min', 'max')
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,18 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum()
+
+
+size = 16777216
+
+
+def get_inputs():
+    return [torch.randn(size)]
+
+
+def get_init_inputs():
+    return []
