@@ -47,9 +47,10 @@ def test_mask_that_is_not_a_tail_is_left_alone():
     assert z3.eq(out, term)
 
 
-def _store(value: z3.ArithRef, guard: z3.BoolRef = z3.BoolVal(True)) -> Access:
+def _store(value: z3.ArithRef, guard: z3.BoolRef | None = None) -> Access:
     offset = z3.ZeroExt(32, z3.LShR(THREAD.tid[0], 5)) * 4
-    return Access("store", "shared", "smem", offset, 4, 4, (value,), guard, (), 1, None)
+    return Access("store", "shared", "smem", offset, 4, 4, (value,), z3.BoolVal(True) if guard is None else guard,
+                  (), 1, None)
 
 
 def _uniform(access: Access) -> bool:
