@@ -112,7 +112,7 @@ def _concrete_search(access: Access, ob: Obligation, value, expected, stores, th
     model's inputs and at random ones. A witness found this way is as concrete as any other."""
     solver = z3.Solver()
     solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
-    solver.add(_hypothesis(ob.formula))
+    solver.add(hypothesis_of(ob.formula))
     if solver.check() != z3.sat:
         return None
     model = solver.model()
@@ -121,7 +121,7 @@ def _concrete_search(access: Access, ob: Obligation, value, expected, stores, th
     return _confirm(access, ob, candidate, value, expected, stores, thread, checker, timeout_s)
 
 
-def _hypothesis(formula: z3.BoolRef) -> z3.BoolRef:
+def hypothesis_of(formula: z3.BoolRef) -> z3.BoolRef:
     """The hypothesis of an equivalence obligation, And(And(hypothesis, value != expected), *facts): without
     the comparison, whose uninterpreted reductions can keep the solver from finding any model at all."""
     premise = formula.arg(0) if z3.is_and(formula) else formula
