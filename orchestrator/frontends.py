@@ -28,7 +28,7 @@ from typing import Any
 
 from orchestrator.manifest import Dim3, IntakeError, KernelSpec
 
-CACHE_FORMAT = 1  # bump when the flags below or the cached record change, to orphan old entries
+CACHE_FORMAT = 2  # bump when the flags below or the cached record change, to orphan old entries
 NVCC_FLAGS = ("-ptx", "-O3", "-lineinfo")  # .loc lines let findings name the source line
 NVCC_TIMEOUT_S = 300
 # FP fusion pinned to Triton 3.9's default so the PTX (and its certificate hash) does not depend on the
@@ -50,12 +50,15 @@ class CompiledKernel:
     `block` is the thread-block shape the kernel fixes (Triton's 32*num_warps, or a `.reqntid`), None when
     it does not fix one. `user_params` is how many leading PTX parameters `launch.args` binds; None means
     all of them. Triton appends scratch-buffer pointers that its launcher supplies, so it sets this.
+    `shared_bytes` is the dynamic shared memory the kernel's own launcher passes (Triton's `metadata.shared`,
+    the size of its `extern .shared global_smem`); None when the manifest's launch decides it.
     """
 
     ptx: str
     entry: str
     block: Dim3 | None
     user_params: int | None = None
+    shared_bytes: int | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -262,7 +265,7 @@ def _compile_triton(spec: KernelSpec) -> CompiledKernel:
     ptx = compiled.asm["ptx"]
     _check_entry(ptx, spec.entry, spec.source)
     user_params = sum(1 for ty in signature.values() if ty != "constexpr")
-    return CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params)
+    return CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params, int(compiled.metadata.shared))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -303,7 +306,7 @@ def _cache_load(key: str) -> CompiledKernel | None:
     try:
         record = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
         block = tuple(record["block"]) if record["block"] is not None else None
-        return CompiledKernel(record["ptx"], record["entry"], block, record["user_params"])
+        return CompiledKernel(record["ptx"], record["entry"], block, record["user_params"], record["shared_bytes"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -143,7 +143,9 @@ def prepare(path: Path) -> Prepared:
         args.append(buffers[extra.name])
 
     block = task.launch.block or compiled.block
-    launch = Launch(task.launch.grid, block, task.launch.dynamic_shared_bytes)
+    # Triton's launcher always passes the compiled kernel's own shared-memory size; nvcc kernels take the manifest's.
+    shared_bytes = task.launch.dynamic_shared_bytes if compiled.shared_bytes is None else compiled.shared_bytes
+    launch = Launch(task.launch.grid, block, shared_bytes)
     references, problem_text = _references(graph, task, buffers, scalars, origin)
     problem = Problem(kernel, launch, buffers, args, references, problem_text,
                       shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files,

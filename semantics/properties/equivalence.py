@@ -16,7 +16,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
-from semantics.properties import divisions, prefix
+from semantics.properties import divisions, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -41,16 +41,19 @@ def element_index(access: Access, j: int) -> z3.BitVecRef:
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
-               launch_ok: z3.BoolRef, matcher=None, divide=None) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
+               launch_ok: z3.BoolRef, matcher=None, divide=None, pad=None) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
     """The store's lane j against the reference. With a `matcher`, comprehensions proved equal on both
     sides are first replaced by shared symbols (their equality is then already established); with
-    `divide`, index divisions whose quotient and remainder are proved are replaced by them."""
+    `divide`, index divisions whose quotient and remainder are proved are replaced by them; with `pad`, sums
+    over masked tails are cut to their unmasked range (`semantics.properties.padding`)."""
     index = element_index(access, j)
     expected = reference(index)
     value = access.values[j]
     hypothesis = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel))
     if divide:
         expected = divide(expected, hypothesis)
+    if pad:
+        value = pad(value, hypothesis)
     compared = matcher(hypothesis).rewrite(value, expected) if matcher else (value, expected)
     formula = z3.And(hypothesis, compared[0] != compared[1])
     formula = z3.And(formula, *ground_facts(formula))
@@ -77,8 +80,11 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             def divide(term, hypothesis, key=key):
                 return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key)
 
+            def pad(term, hypothesis):
+                return padding.rewrite(term, hypothesis, checker, timeout_s, record)
+
             ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher,
-                                             divide)
+                                             divide, pad)
             # Comprehensions the matcher could not pair are uninterpreted: no proof can come from the solver,
             # only a counterexample (which replay then confirms), so it gets a short budget.
             unmatched = innermost(ob.formula)
@@ -108,13 +114,20 @@ def _concrete_search(access: Access, ob: Obligation, value, expected, stores, th
     model's inputs and at random ones. A witness found this way is as concrete as any other."""
     solver = z3.Solver()
     solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
-    solver.add(ob.formula.arg(0) if z3.is_and(ob.formula) else ob.formula)
+    solver.add(hypothesis_of(ob.formula))
     if solver.check() != z3.sat:
         return None
     model = solver.model()
     values = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
     candidate = Outcome(REFUTED, "concrete search", 0.0, values, z3_model=model)
     return _confirm(access, ob, candidate, value, expected, stores, thread, checker, timeout_s)
+
+
+def hypothesis_of(formula: z3.BoolRef) -> z3.BoolRef:
+    """The hypothesis of an equivalence obligation, And(And(hypothesis, value != expected), *facts): without
+    the comparison, whose uninterpreted reductions can keep the solver from finding any model at all."""
+    premise = formula.arg(0) if z3.is_and(formula) else formula
+    return premise.arg(0) if z3.is_and(premise) and premise.num_args() == 2 else premise
 
 
 def _fixes(ob: Obligation, model: dict) -> list[tuple[z3.ExprRef, z3.ExprRef]]:

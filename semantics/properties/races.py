@@ -14,6 +14,7 @@ import itertools
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.properties import warp_stores
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -61,11 +62,16 @@ def concurrent(a: Access, b: Access, thread: Thread, shared: set[str] = frozense
     return z3.Or(z3.Not(same_block), same_phase(a, b, thread, shared))
 
 
-def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set[str]) -> Obligation:
+def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set[str],
+               warp_wide: bool = False) -> Obligation:
+    """Two threads race at (a, b). With `warp_wide` (a is one store site proved `warp_stores.uniform`), two
+    lanes of one warp at that site are one write, not a race."""
     guard_b, offset_b, loops_b = second_thread(b, thread, OTHER, shared)
     overlap = z3.And(z3.ULT(a.offset, offset_b + b.width), z3.ULT(offset_b, a.offset + a.width))
     formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), z3.Not(thread.same_thread(OTHER)),
                      concurrent(a, b, thread, shared), a.guard, guard_b, overlap)
+    if warp_wide:
+        formula = z3.And(formula, z3.Not(warp_stores.same_warp(thread, OTHER)))
     witness = {**thread_witness(thread, a.loops), **thread_witness(OTHER, loops_b, "'"), "offset": a.offset,
                "offset'": offset_b}
     return Obligation(f"race_freedom: {a.kind} line {a.line} vs {b.kind} line {b.line} on {a.buffer}",
@@ -79,6 +85,11 @@ def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, la
         ob = obligation(a, b, thread, launch, shared)
         outcome = checker.check(ob, timeout_s)
         record(ob, outcome)
+        if outcome.status != PROVED and a is b and \
+                warp_stores.uniform(a, thread, OTHER, launch, shared, checker, timeout_s, record):
+            ob = obligation(a, b, thread, launch, shared, warp_wide=True)
+            outcome = checker.check(ob, timeout_s)
+            record(ob, outcome)
         if outcome.status == PROVED:
             continue
         if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \

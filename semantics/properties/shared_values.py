@@ -24,13 +24,27 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.properties import warp_stores
 from semantics.properties.races import OTHER, second_thread
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access, KernelContext, SharedRead
+from semantics.terms import subterms
 
 
 def _substitute(term: z3.ExprRef, pairs: list) -> z3.ExprRef:
-    return z3.substitute(term, *pairs) if pairs else term
+    """Each read placeholder f(reader coordinates) replaced by its value; an application of f to other
+    coordinates (a value shuffled in from another lane) by the value with those coordinates substituted."""
+    if not pairs:
+        return term
+    values = {symbol.decl().name(): (symbol, value) for symbol, value in pairs}
+    found = [t for t in subterms(term) if z3.is_app(t) and t.num_args() and t.decl().name() in values]
+    if not found:
+        return term
+    replaced = []
+    for app in found:
+        symbol, value = values[app.decl().name()]
+        replaced.append((app, z3.substitute(value, *zip(symbol.children(), app.children(), strict=True))))
+    return z3.substitute(term, *replaced)
 
 
 def _resolved(access: Access, pairs: list) -> Access:
@@ -91,6 +105,8 @@ class Resolver:
         """(the store's writer wrote the element, the value it wrote), both in the reader's terms."""
         if store.loops or len(store.values) != 1 or store.elem_bytes != read.elem_bytes:
             return None
+        if store.values[0].sort() != read.symbol.sort():   # a float stored, integer bits read (or back)
+            return None
         tids = list(self.thread.tid)
         shift = read.elem_bytes.bit_length() - 1
         key = f"shared_value:line{read.line}:from{store.line}:{n}"
@@ -98,7 +114,10 @@ class Resolver:
         if hint is None:
             return None
         writer = [(t, hint[str(t)]) for t in tids]
-        if not self._unique(store, reader_guard, reader_offset, writer):
+        if not self._unique(store, reader_guard, reader_offset, writer) and not (
+                warp_stores.uniform(store, self.thread, OTHER, self.launch, self.shared, self.checker,
+                                    self.timeout_s, self.record)
+                and self._unique(store, reader_guard, reader_offset, writer, warp_wide=True)):
             return None
         self.accepted[key] = hint
         in_block = z3.And(*[z3.ULT(w, n) for (_, w), n in zip(writer, self.launch.block, strict=True)])
@@ -106,10 +125,15 @@ class Resolver:
                        z3.substitute(store.offset, *writer) == reader_offset)
         return wrote, z3.substitute(store.values[0], *writer)
 
-    def _unique(self, store: Access, reader_guard, reader_offset, writer) -> bool:
-        """No thread of the block but the hinted one writes the element at this store site."""
+    def _unique(self, store: Access, reader_guard, reader_offset, writer, warp_wide: bool = False) -> bool:
+        """No thread of the block but the hinted one writes the element at this store site; with `warp_wide`
+        (the site is a warp-wide store of one value, `warp_stores.uniform`) none outside the hinted one's warp."""
         guard, offset, _ = second_thread(store, self.thread, OTHER, self.shared)
         other_than_hint = z3.Or(*[o != w for o, (_, w) in zip(OTHER.tid, writer, strict=True)])
+        if warp_wide:
+            other_than_hint = z3.Or([
+                *[o != w for o, (_, w) in list(zip(OTHER.tid, writer, strict=True))[1:]],
+                z3.UDiv(OTHER.tid[0], 32) != z3.UDiv(writer[0][1], 32)])
         formula = z3.And(self.thread.in_launch(self.launch), reader_guard, OTHER.in_launch(self.launch),
                          OTHER.same_block(self.thread), guard, offset == reader_offset, other_than_hint)
         ob = Obligation(f"equivalence: the shared store at line {store.line} has one writer for the read at line "

@@ -153,10 +153,26 @@ def _pending_shared_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: I
                          elem_bytes: int) -> z3.ExprRef:
     """A value another thread of the block wrote before a barrier: a placeholder now, resolved after the
     whole kernel is explored (every path's stores are known then) by `semantics.properties.shared_values`."""
-    symbol = z3.Const(f"shared!{ins.line}!{len(state.ctx.shared_reads)}", sort)
+    sort = _shared_sort(state, buffer, sort, elem_bytes)
+    # A function of the reading thread's coordinates, so that a shuffle handing the value to another lane
+    # (which substitutes that lane's tid) names that lane's read.
+    coordinates = state.ctx.thread.variables()
+    read = z3.Function(f"shared!{ins.line}!{len(state.ctx.shared_reads)}", *[c.sort() for c in coordinates], sort)
+    symbol = read(*coordinates)
     state.ctx.shared_reads.append(SharedRead(symbol, buffer.name, simplify(index * elem_bytes), elem_bytes,
                                              state.phase, state.condition(), ins.line))
     return symbol
+
+
+def _shared_sort(state: ThreadState, buffer, sort, elem_bytes: int):
+    """An untyped (.b32) shared load reads whatever kind of value was stored: Triton moves floats through
+    shared memory as .b32. The placeholder takes the kind of the earlier stores to the buffer when they
+    all stored reals; resolution checks the kinds agree (a mismatch leaves the read opaque)."""
+    stored = [v for a in state.ctx.accesses if a.space == "shared" and a.kind == "store"
+              and a.buffer == buffer.name and a.elem_bytes == elem_bytes for v in a.values]
+    if stored and all(z3.is_real(v) for v in stored):
+        return z3.RealSort()
+    return sort
 
 
 def _initial(buffer, index: z3.BitVecRef) -> z3.ExprRef:

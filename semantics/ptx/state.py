@@ -56,7 +56,9 @@ class Access:
 
 @dataclass(frozen=True)
 class SharedRead:
-    """A load of shared memory after a barrier: `symbol` stands for its value until it is resolved."""
+    """A load of shared memory after a barrier: `symbol` stands for its value until it is resolved. It is an
+    application of a fresh function to the reader's coordinates (block and thread ids); an application to
+    other coordinates is that thread's read."""
 
     symbol: z3.ExprRef
     buffer: str

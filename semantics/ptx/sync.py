@@ -98,8 +98,14 @@ def _whole_warp(state: ThreadState, ins: Instr, mask_op, value) -> bool:
 def _at_lanes(state: ThreadState, value: z3.ExprRef) -> list[z3.ExprRef]:
     """`value` as lanes 0..31 of this thread's warp hold it."""
     tid = state.ctx.thread.tid[0]
-    first = tid - (tid & 31)
-    return [z3.substitute(value, (tid, first + i)) for i in range(32)]
+    return [z3.substitute(value, (tid, _lane_tid(tid, z3.BitVecVal(i, 5)))) for i in range(32)]
+
+
+def _lane_tid(tid: z3.BitVecRef, lane: z3.BitVecRef) -> z3.BitVecRef:
+    """The tid.x of lane `lane` (5 bits) of this thread's warp: tid - (tid & 31) + lane, written as a bit
+    concatenation so that with a concrete tid it simplifies to the very term that lane's own tid gives
+    (`semantics.properties.warp_stores` compares lanes that way)."""
+    return z3.Concat(z3.Extract(31, 5, tid), lane)
 
 
 def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, mask_op):
@@ -119,8 +125,8 @@ def _lane_value(state: ThreadState, ins: Instr, modes: list, a_op, b_op, c_op, m
         ".bfly": lambda: (lane ^ b, z3.ULE(lane ^ b, clamp)),
         ".idx": lambda: (b, z3.ULE(b, clamp)),
     }[modes[0]]()
-    source = z3.If(valid, j, lane)
-    return z3.substitute(a, (tid, tid - lane + source)), valid
+    source = z3.If(valid, j, lane)   # < 32 in every mode: a valid j is at most the clamp (31), else the own lane
+    return z3.substitute(a, (tid, _lane_tid(tid, z3.Extract(4, 0, source)))), valid
 
 
 def _thread_private(const: z3.ExprRef) -> bool:
