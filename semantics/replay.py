@@ -14,12 +14,14 @@ from fractions import Fraction
 import mpmath
 import z3
 
+from semantics import sparse
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
 from semantics.terms import subterms
 
 mpmath.mp.dps = 50
 MAX_EXPANDED_TERMS = 1 << 16
+SPARSE_FROM = 64   # longer comprehensions are replayed from their special terms when their body allows
 EXACT_CONSTANTS = {"ln2": lambda: mpmath.log(2)}
 
 
@@ -57,12 +59,16 @@ REAL_OPS: dict[int, Callable[[list], object]] = {
 
 
 class Evaluator:
-    """Evaluates terms under a model; buffer contents may be overridden per (function, index)."""
+    """Evaluates terms under a model; buffer contents may be overridden per (function, index), and
+    (function, None) overrides the value of every element that neither the model's table nor an override
+    names (the default, which a sparse replay of a long comprehension relies on)."""
 
-    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int], Fraction] | None = None):
+    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int | None], Fraction] | None = None):
         self.model = model
         self.overrides = overrides or {}
-        self.reads: dict[tuple[str, int], object] = {}   # buffer element -> value used
+        self.reads: dict[tuple[str, int | None], object] = {}   # buffer element (None: the default) -> value
+        self._memo: dict[int, object] = {}
+        self._tables: dict[str, set[int]] = {}
 
     def value(self, term: z3.ExprRef) -> object:
         if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
@@ -89,17 +95,62 @@ class Evaluator:
 
     def _comprehension(self, term: z3.ExprRef) -> object:
         """Expand a Sum/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads)."""
+        if term.get_id() not in self._memo:
+            self._memo[term.get_id()] = self._expand(term)
+        return self._memo[term.get_id()]
+
+    def _expand(self, term: z3.ExprRef) -> object:
         args = term.children()
         init = None if term.decl() == SUM else self.value(args[0])
         lo, hi, lam = (args if term.decl() == SUM else args[1:])
         lo, hi = self.value(lo), self.value(hi)
-        if hi - lo > MAX_EXPANDED_TERMS:
-            raise NotConcrete(f"a reduction over {hi - lo} terms")
-        values = [self.value(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))) for j in range(lo, max(lo, hi))]
+        values, copies = None, (None, 0)
+        if hi - lo > SPARSE_FROM:
+            values, copies = self._sparse(lam, lo, hi)
+        if values is None:
+            if hi - lo > MAX_EXPANDED_TERMS:
+                raise NotConcrete(f"a reduction over {hi - lo} terms")
+            values = [self.value(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))) for j in range(lo, max(lo, hi))]
         if term.decl() == SUM:
-            return mpmath.fsum(values) if values else mpmath.mpf(0)
+            total = mpmath.fsum(values) if values else mpmath.mpf(0)
+            return total + copies[0] * copies[1] if copies[1] else total
         pick = max if term.decl() == MAX_FROM else min
-        return pick([init, *values])
+        return pick([init, *values, *([copies[0]] if copies[1] else [])])
+
+    def _sparse(self, lam: z3.QuantifierRef, lo: int, hi: int) -> tuple[list | None, tuple[object, int]]:
+        """(the special terms' values, (the value every other term has, how many others)); None when the body
+        does not allow it (`semantics.sparse`)."""
+        j = z3.FreshConst(z3.BitVecSort(64), "replay!j")
+        body = z3.substitute_vars(lam.body(), j)
+
+        def concrete(t: z3.ExprRef) -> z3.ExprRef:
+            pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(t, j)]
+            return z3.simplify(z3.substitute(t, *pairs) if pairs else t)
+
+        special = sparse.special_indices(body, j, lo, hi, concrete, self._explicit)
+        if special is None:
+            return None, (None, 0)
+        values = [self.value(z3.substitute(body, (j, z3.BitVecVal(k, 64)))) for k in special]
+        others = hi - lo - len(special)
+        if not others:
+            return values, (None, 0)
+        other = sparse.other_index(special, lo, hi)
+        value = self.value(z3.substitute(body, (j, z3.BitVecVal(other, 64))))
+        for read in sparse.reads_of(body, j):   # the result depends on each input's default: a witness names it
+            default = (read.decl().name(), None)
+            self.reads[default] = self.overrides[default]
+        return values, (value, others)
+
+    def _explicit(self, decl: z3.FuncDeclRef) -> list[int]:
+        """The elements of an input with a value of their own: the model's table, then the overrides."""
+        return sorted(self._table(decl) | {i for (n, i) in self.overrides if n == decl.name() and i is not None})
+
+    def _table(self, decl: z3.FuncDeclRef) -> set[int]:
+        if decl.name() not in self._tables:
+            interp = self.model.get_interp(decl) if decl in self.model.decls() else None
+            self._tables[decl.name()] = {interp.entry(i).arg_value(0).as_long() for i in range(interp.num_entries())
+                                         if z3.is_bv_value(interp.entry(i).arg_value(0))} if interp else set()
+        return self._tables[decl.name()]
 
     def _uninterpreted(self, term: z3.ExprRef) -> object:
         name = term.decl().name()
@@ -120,7 +171,13 @@ class Evaluator:
         index = self.value(term.arg(0))
         key = (name, index)
         if key not in self.overrides:
-            self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
+            if index not in self._table(term.decl()):
+                default = (name, None)
+                if default not in self.overrides:
+                    self.overrides[default] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
+                self.overrides[key] = self.overrides[default]
+            else:
+                self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
         value = self.overrides[key]
         self.reads[key] = value
         return mpmath.mpf(value.numerator) / value.denominator if isinstance(value, Fraction) else value
