@@ -130,6 +130,8 @@ class Evaluator:
         special = sparse.special_indices(body, j, lo, hi, concrete, self._explicit)
         if special is None:
             return None, (None, 0)
+        for read in sparse.reads_of(body, j):   # every other element: the default (the model's else value)
+            self.overrides.setdefault((read.decl().name(), None), self._table(read.decl())[1])
         values = [self.value(z3.substitute(body, (j, z3.BitVecVal(k, 64)))) for k in special]
         others = hi - lo - len(special)
         if not others:
@@ -141,15 +143,26 @@ class Evaluator:
             self.reads[default] = self.overrides[default]
         return values, (value, others)
 
-    def _explicit(self, decl: z3.FuncDeclRef) -> list[int]:
-        """The elements of an input with a value of their own: the model's table, then the overrides."""
-        return sorted(self._table(decl) | {i for (n, i) in self.overrides if n == decl.name() and i is not None})
+    def _explicit(self, decl: z3.FuncDeclRef) -> list[int] | None:
+        """The elements of an input with a value of their own (the model's table, the overrides); None when the
+        rest have no one default (the model's else is not a constant and no default is given)."""
+        points, default = self._table(decl)
+        if default is None and (decl.name(), None) not in self.overrides:
+            return None
+        return sorted(points | {i for (n, i) in self.overrides if n == decl.name() and i is not None})
 
-    def _table(self, decl: z3.FuncDeclRef) -> set[int]:
+    def _table(self, decl: z3.FuncDeclRef) -> tuple[set[int], Fraction | None]:
+        """The model's explicit elements of an input and its constant else value (None if not constant)."""
         if decl.name() not in self._tables:
             interp = self.model.get_interp(decl) if decl in self.model.decls() else None
-            self._tables[decl.name()] = {interp.entry(i).arg_value(0).as_long() for i in range(interp.num_entries())
-                                         if z3.is_bv_value(interp.entry(i).arg_value(0))} if interp else set()
+            if interp is None:   # unconstrained: model completion gives every element one value
+                default = self.model.eval(decl(z3.BitVecVal(0, decl.domain(0).size())), model_completion=True)
+                self._tables[decl.name()] = (set(), Fraction(_number_fraction(default)))
+            else:
+                points = {interp.entry(i).arg_value(0).as_long() for i in range(interp.num_entries())}
+                other = interp.else_value()
+                constant = other is not None and (z3.is_rational_value(other) or z3.is_algebraic_value(other))
+                self._tables[decl.name()] = (points, Fraction(_number_fraction(other)) if constant else None)
         return self._tables[decl.name()]
 
     def _uninterpreted(self, term: z3.ExprRef) -> object:
@@ -171,10 +184,8 @@ class Evaluator:
         index = self.value(term.arg(0))
         key = (name, index)
         if key not in self.overrides:
-            if index not in self._table(term.decl()):
-                default = (name, None)
-                if default not in self.overrides:
-                    self.overrides[default] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
+            default = (name, None)
+            if default in self.overrides and index not in self._table(term.decl())[0]:
                 self.overrides[key] = self.overrides[default]
             else:
                 self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))

@@ -67,10 +67,10 @@ def solutions(a: int, s: int, p: int, lo: int, hi: int) -> list[int] | None:
 
 
 def special_indices(body: z3.ExprRef, j: z3.BitVecRef, lo: int, hi: int, concrete: Callable,
-                    explicit: Callable[[z3.FuncDeclRef], list[int]]) -> list[int] | None:
+                    explicit: Callable[[z3.FuncDeclRef], list[int] | None]) -> list[int] | None:
     """The j in [lo, hi) at which some read of `body` hits an explicit element. `concrete(term)` puts the
-    witness's values in for the term's free symbols other than j; `explicit(name)` lists a buffer's
-    explicit elements."""
+    witness's values in for the term's free symbols other than j; `explicit(decl)` lists a buffer's
+    explicit elements (None: its other elements have no one value)."""
     reads = reads_of(body, j)
     if reads is None:
         return None
@@ -79,7 +79,10 @@ def special_indices(body: z3.ExprRef, j: z3.BitVecRef, lo: int, hi: int, concret
         form = affine(concrete(read.arg(0)), j, lo, hi)
         if form is None:
             return None
-        for p in explicit(read.decl()):
+        points = explicit(read.decl())
+        if points is None:
+            return None
+        for p in points:
             found = solutions(*form, p, lo, hi)
             if found is None:
                 return None
