@@ -11,6 +11,7 @@ call, remembered), and a + s·j ≡ p (mod 2^64) is solved by arithmetic for eac
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import z3
@@ -56,7 +57,7 @@ def solutions(a: int, s: int, p: int, lo: int, hi: int) -> list[int] | None:
     modulus = 1 << 64
     if s == 0:
         return None if (a - p) % modulus == 0 else []
-    g = _gcd(s, modulus)
+    g = math.gcd(s, modulus)
     if (p - a) % g:
         return []
     period = modulus // g
@@ -100,9 +101,3 @@ def other_index(special: list[int], lo: int, hi: int) -> int | None:
 
 def free_symbols(term: z3.ExprRef, j: z3.BitVecRef) -> list[z3.ExprRef]:
     return [c for c in constants(term) if not z3.eq(c, j)]
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a

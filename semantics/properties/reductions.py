@@ -30,6 +30,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
 from semantics.properties.fold import Fold, Outer, fold
+from semantics.properties.tiles import tiles as _tiles
 from semantics.terms import constants, mentions, subterms
 
 
@@ -459,51 +460,3 @@ def _concrete_bounds(matcher: Matcher, family: Family) -> tuple[int, int] | None
     if not matcher._proved(f"a reduction ranges over [{lo}, {hi})", z3.Or(family.lo != lo, family.hi != hi)):
         return None
     return lo, hi
-
-
-MAX_PERIOD = 1 << 16
-
-
-def _tiles(progressions: list[tuple[int, int, int]], bounds: tuple[int, int], exact: bool) -> bool | None:
-    """Do the progressions (start, stride, count) cover [lo, hi) (exactly once each, if `exact`)?"""
-    lo, hi = bounds
-    period = 1
-    for _, stride, count in progressions:
-        if count > 1:
-            if stride <= 0:
-                return None
-            period = period * stride // _gcd(period, stride)
-            if period > MAX_PERIOD:
-                return None
-    runs: dict[int, list[tuple[int, int]]] = {}
-    for start, stride, count in progressions:
-        if count <= 0:
-            continue
-        step = stride if count > 1 else period
-        for k in range(period // step if count > 1 else 1):
-            first = start + k * step
-            n = (count - k + (period // step) - 1) // (period // step) if count > 1 else 1
-            if n > 0:
-                runs.setdefault(first % period, []).append(((first - first % period) // period, n))
-    for residue in range(period):
-        first_m = lo + ((residue - lo) % period)
-        if first_m >= hi:
-            continue
-        want = ((first_m - residue) // period, (hi - 1 - residue) // period + 1)
-        spans = sorted(runs.get(residue, []))
-        reach = want[0]
-        for begin, n in spans:
-            if begin > reach:
-                return False
-            if exact and begin < reach:
-                return False
-            reach = max(reach, begin + n)
-        if reach < want[1]:
-            return False
-    return True
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
