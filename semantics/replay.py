@@ -60,15 +60,19 @@ REAL_OPS: dict[int, Callable[[list], object]] = {
 
 class Evaluator:
     """Evaluates terms under a model; buffer contents may be overridden per (function, index), and
-    (function, None) overrides the value of every element that neither the model's table nor an override
-    names (the default, which a sparse replay of a long comprehension relies on)."""
+    (function, None) gives every element no override names one default value (a sparse replay of a long
+    comprehension relies on it). A default given here replaces the model's table too, so a recorded witness
+    (its reads and its default) replays the same under any model; one taken from the model's else value
+    during evaluation leaves the table's elements their values. Each element's value is fixed at its first
+    read, so one evaluation always sees one assignment of the inputs."""
 
     def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int | None], Fraction] | None = None):
         self.model = model
         self.overrides = overrides or {}
         self.reads: dict[tuple[str, int | None], object] = {}   # buffer element (None: the default) -> value
         self._memo: dict[int, object] = {}
-        self._tables: dict[str, set[int]] = {}
+        self._tables: dict[str, tuple[set[int], Fraction | None]] = {}
+        self._given_defaults = {name for name, index in self.overrides if index is None}
 
     def value(self, term: z3.ExprRef) -> object:
         if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
@@ -149,6 +153,8 @@ class Evaluator:
         points, default = self._table(decl)
         if default is None and (decl.name(), None) not in self.overrides:
             return None
+        if decl.name() in self._given_defaults:
+            points = set()
         return sorted(points | {i for (n, i) in self.overrides if n == decl.name() and i is not None})
 
     def _table(self, decl: z3.FuncDeclRef) -> tuple[set[int], Fraction | None]:
@@ -185,7 +191,7 @@ class Evaluator:
         key = (name, index)
         if key not in self.overrides:
             default = (name, None)
-            if default in self.overrides and index not in self._table(term.decl())[0]:
+            if default in self.overrides and (name in self._given_defaults or index not in self._table(term.decl())[0]):
                 self.overrides[key] = self.overrides[default]
             else:
                 self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))

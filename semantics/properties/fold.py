@@ -178,7 +178,10 @@ def fold(terms: list[z3.ExprRef], prefix: str) -> tuple[list[Fold], list[z3.Expr
     buckets: dict[object, list[tuple[z3.ExprRef, tuple[tuple[int, int], ...]]]] = {}
     alone: list[z3.ExprRef] = []
     for term in terms:
-        shape = shapes.of(term)
+        try:
+            shape = shapes.of(term)
+        except RecursionError:   # a very deep term is simply left alone
+            shape = None
         if shape is None:
             alone.append(term)
         else:
