@@ -14,12 +14,14 @@ from fractions import Fraction
 import mpmath
 import z3
 
+from semantics import sparse
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
 from semantics.terms import subterms
 
 mpmath.mp.dps = 50
 MAX_EXPANDED_TERMS = 1 << 16
+SPARSE_FROM = 64   # longer comprehensions are replayed from their special terms when their body allows
 EXACT_CONSTANTS = {"ln2": lambda: mpmath.log(2)}
 
 
@@ -57,15 +59,22 @@ REAL_OPS: dict[int, Callable[[list], object]] = {
 
 
 class Evaluator:
-    """Evaluates terms under a model; buffer contents may be overridden per (function, index)."""
+    """Evaluates terms under a model; buffer contents may be overridden per (function, index), and
+    (function, None) gives every element no override names one default value (a sparse replay of a long
+    comprehension relies on it). A default given here replaces the model's table too, so a recorded witness
+    (its reads and its default) replays the same under any model; one taken from the model's else value
+    during evaluation leaves the table's elements their values. Each element's value is fixed at its first
+    read, so one evaluation always sees one assignment of the inputs."""
 
-    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int], Fraction] | None = None):
+    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int | None], Fraction] | None = None):
         self.model = model
         self.overrides = overrides or {}
-        self.reads: dict[tuple[str, int], object] = {}   # buffer element -> value used
+        self.reads: dict[tuple[str, int | None], object] = {}   # buffer element (None: the default) -> value
         # term id -> (term, value): a reduction nested in another's body (a mean inside a variance) is the
         # same term at every outer index and is expanded once. The term is kept so its id is never reused.
         self.memo: dict[int, tuple[z3.ExprRef, object]] = {}
+        self._tables: dict[str, tuple[set[int], Fraction | None]] = {}
+        self._given_defaults = {name for name, index in self.overrides if index is None}
 
     def value(self, term: z3.ExprRef) -> object:
         hit = self.memo.get(term.get_id())
@@ -99,18 +108,77 @@ class Evaluator:
             raise NotConcrete("division by zero") from exc
 
     def _comprehension(self, term: z3.ExprRef) -> object:
-        """Expand a Sum/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads)."""
+        """Expand a Sum/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads);
+        `value` memoizes it."""
+        return self._expand(term)
+
+    def _expand(self, term: z3.ExprRef) -> object:
         args = term.children()
         init = None if term.decl() == SUM else self.value(args[0])
         lo, hi, lam = (args if term.decl() == SUM else args[1:])
         lo, hi = self.value(lo), self.value(hi)
-        if hi - lo > MAX_EXPANDED_TERMS:
-            raise NotConcrete(f"a reduction over {hi - lo} terms")
-        values = [self.value(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))) for j in range(lo, max(lo, hi))]
+        values, copies = None, (None, 0)
+        if hi - lo > SPARSE_FROM:
+            values, copies = self._sparse(lam, lo, hi)
+        if values is None:
+            if hi - lo > MAX_EXPANDED_TERMS:
+                raise NotConcrete(f"a reduction over {hi - lo} terms")
+            values = [self.value(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))) for j in range(lo, max(lo, hi))]
         if term.decl() == SUM:
-            return mpmath.fsum(values) if values else mpmath.mpf(0)
+            total = mpmath.fsum(values) if values else mpmath.mpf(0)
+            return total + copies[0] * copies[1] if copies[1] else total
         pick = max if term.decl() == MAX_FROM else min
-        return pick([init, *values])
+        return pick([init, *values, *([copies[0]] if copies[1] else [])])
+
+    def _sparse(self, lam: z3.QuantifierRef, lo: int, hi: int) -> tuple[list | None, tuple[object, int]]:
+        """(the special terms' values, (the value every other term has, how many others)); None when the body
+        does not allow it (`semantics.sparse`)."""
+        j = z3.FreshConst(z3.BitVecSort(64), "replay!j")
+        body = z3.substitute_vars(lam.body(), j)
+
+        def concrete(t: z3.ExprRef) -> z3.ExprRef:
+            pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(t, j)]
+            return z3.simplify(z3.substitute(t, *pairs) if pairs else t)
+
+        special = sparse.special_indices(body, j, lo, hi, concrete, self._explicit)
+        if special is None:
+            return None, (None, 0)
+        for read in sparse.reads_of(body, j):   # every other element: the default (the model's else value)
+            self.overrides.setdefault((read.decl().name(), None), self._table(read.decl())[1])
+        values = [self.value(z3.substitute(body, (j, z3.BitVecVal(k, 64)))) for k in special]
+        others = hi - lo - len(special)
+        if not others:
+            return values, (None, 0)
+        other = sparse.other_index(special, lo, hi)
+        value = self.value(z3.substitute(body, (j, z3.BitVecVal(other, 64))))
+        for read in sparse.reads_of(body, j):   # the result depends on each input's default: a witness names it
+            default = (read.decl().name(), None)
+            self.reads[default] = self.overrides[default]
+        return values, (value, others)
+
+    def _explicit(self, decl: z3.FuncDeclRef) -> list[int] | None:
+        """The elements of an input with a value of their own (the model's table, the overrides); None when the
+        rest have no one default (the model's else is not a constant and no default is given)."""
+        points, default = self._table(decl)
+        if default is None and (decl.name(), None) not in self.overrides:
+            return None
+        if decl.name() in self._given_defaults:
+            points = set()
+        return sorted(points | {i for (n, i) in self.overrides if n == decl.name() and i is not None})
+
+    def _table(self, decl: z3.FuncDeclRef) -> tuple[set[int], Fraction | None]:
+        """The model's explicit elements of an input and its constant else value (None if not constant)."""
+        if decl.name() not in self._tables:
+            interp = self.model.get_interp(decl) if decl in self.model.decls() else None
+            if interp is None:   # unconstrained: model completion gives every element one value
+                default = self.model.eval(decl(z3.BitVecVal(0, decl.domain(0).size())), model_completion=True)
+                self._tables[decl.name()] = (set(), Fraction(_number_fraction(default)))
+            else:
+                points = {interp.entry(i).arg_value(0).as_long() for i in range(interp.num_entries())}
+                other = interp.else_value()
+                constant = other is not None and (z3.is_rational_value(other) or z3.is_algebraic_value(other))
+                self._tables[decl.name()] = (points, Fraction(_number_fraction(other)) if constant else None)
+        return self._tables[decl.name()]
 
     def _uninterpreted(self, term: z3.ExprRef) -> object:
         name = term.decl().name()
@@ -131,7 +199,11 @@ class Evaluator:
         index = self.value(term.arg(0))
         key = (name, index)
         if key not in self.overrides:
-            self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
+            default = (name, None)
+            if default in self.overrides and (name in self._given_defaults or index not in self._table(term.decl())[0]):
+                self.overrides[key] = self.overrides[default]
+            else:
+                self.overrides[key] = Fraction(_number_fraction(self.model.eval(term, model_completion=True)))
         value = self.overrides[key]
         self.reads[key] = value
         return mpmath.mpf(value.numerator) / value.denominator if isinstance(value, Fraction) else value

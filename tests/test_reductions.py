@@ -91,3 +91,127 @@ def test_progression_tiling_arithmetic():
     mixed = [(0, 1, 1), (1, 1, 1), *[(2 + i, 4, 2) for i in range(4)]]
     assert _tiles(mixed, (0, 10), exact=True) is True
     assert _tiles(mixed, (0, 11), exact=False) is False
+
+
+# A block reduction through shared memory: s[0] ends as a tree over one leaf per thread, each leaf the
+# per-thread loop's comprehension at a concrete thread index (simplified, as after pinning the storing thread).
+THREADS, PER_THREAD = 32, 40
+N = THREADS * PER_THREAD
+
+
+def _leaf_sum(t: int) -> z3.ArithRef:
+    j = z3.BitVec("j", 64)
+    return z3.simplify(sum_over(0, PER_THREAD, j, A(ROW * N + t + THREADS * j)))
+
+
+def _leaf_max(t: int) -> z3.ArithRef:
+    j = z3.BitVec("j", 64)
+    return z3.simplify(max_over(A(ROW * N + t), 0, PER_THREAD - 1, j, A(ROW * N + t + THREADS * (j + 1))))
+
+
+def _max_tree(leaves: list[z3.ArithRef]) -> z3.ArithRef:
+    while len(leaves) > 1:
+        pairs = zip(leaves[::2], leaves[1::2], strict=True)
+        leaves = [z3.If(a >= b, a, b) for a, b in pairs]
+    return leaves[0]
+
+
+def _row_sum() -> z3.ArithRef:
+    m = z3.BitVec("m", 64)
+    return sum_over(0, N, m, A(ROW * N + m))
+
+
+def _row_max() -> z3.ArithRef:
+    m = z3.BitVec("m", 64)
+    return max_over(A(ROW * N), 1, N, m, A(ROW * N + m))
+
+
+def test_fold_groups_leaves_at_consecutive_indices():
+    from semantics.properties.fold import fold
+
+    folds, alone = fold([_leaf_sum(t) for t in range(THREADS)], "t")
+    assert len(folds) == 1 and folds[0].syntactic()
+    outer = folds[0].outer
+    assert (outer.first, outer.step, outer.count) == (1, 1, THREADS - 1)   # thread 0's leaf simplifies apart
+    assert len(alone) == 1
+    assert z3.Solver().check(folds[0].equalities()) == z3.unsat
+
+
+def test_fold_splits_where_a_constant_stops_moving_affinely():
+    from semantics.properties.fold import fold
+
+    j = z3.BitVec("j", 64)
+    leaves = [z3.simplify(sum_over(0, 3 if t < 20 else 2, j, A(ROW * N + t + THREADS * j))) for t in range(1, 32)]
+    folds, alone = fold(leaves, "t")
+    assert sorted((f.outer.first, f.outer.count) for f in folds) == [(1, 19), (20, 12)] and not alone
+
+
+def test_block_tree_sum_matches_in_a_handful_of_obligations():
+    log = []
+    kernel, reference = matcher(log).rewrite(z3.Sum([_leaf_sum(t) for t in range(THREADS)]), _row_sum())
+    assert z3.eq(kernel, reference)
+    assert any("are one term at" in ob.name for ob, _ in log)
+    assert len(log) < 30   # thread by thread it would be ~6 per leaf
+
+
+def test_block_tree_max_matches():
+    log = []
+    kernel, reference = matcher(log).rewrite(_max_tree([_leaf_max(t) for t in range(THREADS)]), _row_max())
+    assert z3.eq(kernel, reference)
+    assert any("are one term at" in ob.name for ob, _ in log)
+
+
+def test_block_tree_sum_missing_a_thread_is_not_matched():
+    leaves = [_leaf_sum(t) for t in range(THREADS) if t != 17]
+    kernel, _ = matcher().rewrite(z3.Sum(leaves), _row_sum())
+    assert not str(kernel).startswith("reduction!")
+
+
+def test_block_tree_sum_with_a_thread_twice_is_not_matched():
+    leaves = [_leaf_sum(t) for t in range(THREADS)] + [_leaf_sum(5)]
+    kernel, _ = matcher().rewrite(z3.Sum(leaves), _row_sum())
+    assert not str(kernel).startswith("reduction!")
+
+
+def test_block_tree_with_one_wrong_leaf_is_not_matched():
+    j = z3.BitVec("j", 64)
+    wrong = z3.simplify(sum_over(0, PER_THREAD, j, A(ROW * N + 9 + THREADS * j) * 2))
+    leaves = [wrong if t == 9 else _leaf_sum(t) for t in range(THREADS)]
+    kernel, _ = matcher().rewrite(z3.Sum(leaves), _row_sum())
+    assert not str(kernel).startswith("reduction!")
+
+
+def test_sparse_replay_of_a_long_sum_needs_no_enumeration():
+    from fractions import Fraction
+
+    import mpmath
+
+    from semantics.replay import Evaluator
+
+    m = z3.BitVec("m", 64)
+    long_sum = sum_over(0, 10**9, m, A(3 * m + 1))
+    solver = z3.Solver()
+    assert solver.check() == z3.sat
+    ev = Evaluator(solver.model(), {("A", 7): Fraction(5), ("A", 8): Fraction(100), ("A", None): Fraction(1, 2)})
+    # A(7) is the term m = 2 (5 instead of the default 1/2); A(8) is never read
+    assert ev.value(long_sum) == mpmath.mpf(1) / 2 * (10**9 - 1) + 5
+    assert ("A", None) in ev.reads and ("A", 8) not in ev.reads
+    # a max over as many terms sees the one large element
+    assert Evaluator(solver.model(), dict(ev.overrides)).value(max_over(A(0), 0, 10**9, m, A(3 * m + 1))) == 5
+
+
+def test_a_sum_is_not_matched_by_values_that_the_reference_repeats():
+    """Kernel x0 + x1 + x1 against the reference's x[m mod 2] over three terms (x0 + x1 + x0): each kernel term
+    equals a reference term and each reference term equals a kernel term, and the counts agree, but the sums
+    differ. Surjectivity must be on indices (φ(ψ(m)) = m), which a lying prover cannot fake."""
+    j, m = z3.BitVec("j", 64), z3.BitVec("m", 64)
+    kernel = sum_over(0, 3, j, A(z3.If(j == 0, z3.BitVecVal(0, 64), z3.BitVecVal(1, 64))))
+    reference = sum_over(0, 3, m, A(z3.URem(m, 2)))
+
+    def lying(key, source, source_var, target, target_var):
+        if ":phi" in key:
+            return z3.If(source_var == 0, z3.BitVecVal(0, 64), z3.BitVecVal(1, 64))
+        return z3.If(source_var == 2, z3.BitVecVal(0, 64), source_var)
+
+    k2, r2 = Matcher(HYP, lying, Z3Checker(), 30.0, lambda *_: None, {}, "t").rewrite(kernel, reference)
+    assert k2.decl() == SUM and r2.decl() == SUM

@@ -29,12 +29,15 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.properties.fold import Fold, Outer, fold
+from semantics.properties.tiles import tiles as _tiles
 from semantics.terms import constants, mentions, subterms
 
 
 @dataclass(frozen=True)
 class Family:
-    """A comprehension opened up: lanes t_i over j ∈ [lo, hi), plus (max/min) an initial element."""
+    """A comprehension opened up: lanes t_i over j ∈ [lo, hi), plus (max/min) an initial element. A folded
+    family (`outer`) is that comprehension at every τ of an index set: its elements range over (τ, j)."""
 
     kind: str
     lo: z3.BitVecRef
@@ -42,6 +45,11 @@ class Family:
     var: z3.BitVecRef
     lanes: tuple[z3.ArithRef, ...]
     init: z3.ArithRef | None
+    outer: Outer | None = None
+
+    def count(self) -> int:
+        """How many copies of [lo, hi) the family has (one per τ)."""
+        return self.outer.count if self.outer else 1
 
 
 def _terms(body: z3.ArithRef) -> list[z3.ArithRef]:
@@ -96,7 +104,8 @@ def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 
 def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
-    return z3.And(z3.ULE(family.lo, j), z3.ULT(j, family.hi))
+    inside = z3.And(z3.ULE(family.lo, j), z3.ULT(j, family.hi))
+    return z3.And(family.outer.contains(family.outer.var), inside) if family.outer else inside
 
 
 def _affine(term: z3.BitVecRef, var: z3.BitVecRef) -> tuple[z3.BitVecRef, int] | None:
@@ -219,15 +228,30 @@ class Matcher:
         if self.attempts > MAX_ATTEMPTS:
             return False
         ref = open_family(cr, "m!", split=False)
+        folds, alone = self._folds(kernel_terms)
         for split in (True, False):
-            families = [open_family(ck, f"j{n}!", split) if is_comprehension(ck) else _singleton(ck, f"j{n}!")
-                        for n, ck in enumerate(kernel_terms)]
+            families = [_family(ck, f"j{n}!", split) for n, ck in enumerate(alone)]
+            families += [_family(f.template, f"j{len(alone) + n}!", split, f.outer) for n, f in enumerate(folds)]
             if inits_apart:
                 families = [dataclasses.replace(f, init=None) for f in families]
             key = f"{self.key}:reduction{self.count}:{'lanes' if split else 'whole'}"
             if self._union_equal(families, ref, key):
                 return True
         return False
+
+    def _folds(self, kernel_terms: list[z3.ExprRef]) -> tuple[list[Fold], list[z3.ExprRef]]:
+        """Terms that are one template at consecutive indices (the leaves of a tree over threads), each group
+        proved to be exactly the template's instances; the rest stay terms of their own."""
+        folds, alone = fold(kernel_terms, f"{self.key}.fold{self.attempts}.")
+        proved = []
+        for f in folds:
+            o = f.outer
+            if f.syntactic() and self._proved(f"{len(f.members)} kernel terms are one term at τ = {o.first} + "
+                                              f"{o.step}·u, u < {o.count}", f.equalities()):
+                proved.append(f)
+            else:
+                alone.extend(f.members)
+        return proved, alone
 
     def _union_equal(self, families: list[Family], ref: Family, key: str) -> bool:
         """The kernel families' elements and the reference's are the same (as a set for max and min; as a
@@ -248,11 +272,12 @@ class Matcher:
                                 z3.And(_in(f, f.var), z3.Not(_in(ref, phi)), z3.Not(is_init))):
                 return False
         cover = _progression_cover(self, lanes, phis, ref, exact=ref.kind == "sum")
-        if cover is False or (cover is None and not self._strided_cover(lanes, phis, ref)
-                              and not self._covered(lanes, psis, families, ref)):
+        folded = any(f.outer for f in families)  # the two covers below know no τ: a folded match needs the first
+        if cover is False or (cover is None and (folded or not self._strided_cover(lanes, phis, ref)
+                                                 and not self._covered(lanes, phis, psis, families, ref))):
             return False
         if ref.kind == "sum":
-            size = sum((_size128(f) for f, _, _ in lanes), z3.BitVecVal(0, 128))
+            size = sum((_size128(f) * f.count() for f, _, _ in lanes), z3.BitVecVal(0, 128))
             ordered = [z3.ULE(f.lo, f.hi) for f in families] + [z3.ULE(ref.lo, ref.hi)]
             if not self._proved("a kernel reduction has as many terms as the reference's",
                                 z3.Not(z3.And(*ordered, size == _size128(ref)))):
@@ -263,12 +288,16 @@ class Matcher:
         self.accepted.update({f"{key}:psi{n}": psi for n, psi in enumerate(psis) if psi is not None})
         return True
 
-    def _covered(self, lanes: list, psis: list, families: list[Family], ref: Family) -> bool:
-        """Surjectivity in one obligation: each reference element is hit by some kernel term's preimage."""
-        h = ref.lanes[0]
-        hit = [z3.And(_in(f, psi), z3.substitute(lane, (f.var, psi)) == h)
-               for (f, _, lane), psi in zip(lanes, psis, strict=True) if psi is not None]
-        hit += [h == f.init for f in families if f.init is not None]
+    def _covered(self, lanes: list, phis: list, psis: list, families: list[Family], ref: Family) -> bool:
+        """Surjectivity in one obligation: each reference element is hit by some kernel term's preimage. For a
+        sum the preimage must map back to the same index, φ(ψ(m)) = m — equal values are not enough when the
+        reference repeats a value (x[m mod 2] over three terms is not x0 + x1 + x1); for max and min, sets of
+        values, they are."""
+        h, m = ref.lanes[0], ref.var
+        hit = [z3.And(_in(f, psi), z3.substitute(phi, (f.var, psi)) == m if ref.kind == "sum"
+                      else z3.substitute(lane, (f.var, psi)) == h)
+               for (f, _, lane), phi, psi in zip(lanes, phis, psis, strict=True) if psi is not None]
+        hit += [h == f.init for f in families if f.init is not None and ref.kind != "sum"]
         return self._proved("every element of the reference's reduction is a kernel element",
                             z3.And(_in(ref, ref.var), z3.Not(z3.Or(hit) if hit else z3.BoolVal(False))))
 
@@ -331,7 +360,9 @@ class Matcher:
         choices = [ref.init == f.init for f in families if f.init is not None]
         for n, f in enumerate(families):
             for i, lane in enumerate(f.lanes):
-                if not _free_var(lane, f.var):  # a lone element: it either is the initial value or not
+                if f.outer:
+                    choices.extend(self._folded_element(f, lane, ref.init, f"{key}:refinit{n}.{i}"))
+                elif not _free_var(lane, f.var):  # a lone element: it either is the initial value or not
                     choices.append(z3.And(z3.ULT(f.lo, f.hi), ref.init == lane))
                     continue
                 j0 = self.reindex(f"{key}:refinit{n}.{i}", ref.init, None, lane, f.var)
@@ -340,6 +371,29 @@ class Matcher:
                     choices.append(z3.And(_in(f, j0), ref.init == z3.substitute(lane, (f.var, j0))))
         return self._proved("the reference's initial value is a kernel element",
                             z3.Not(z3.Or(choices) if choices else z3.BoolVal(False)))
+
+    def _folded_element(self, f: Family, lane: z3.ArithRef, value: z3.ArithRef, key: str) -> list[z3.BoolRef]:
+        """How `value` can be an element of a folded family: at a τ (and a j) proposed by the reindexing
+        hint; the obligation that uses the choice checks it."""
+        tau = self.reindex(f"{key}:tau", value, None, lane, f.outer.var)
+        if tau is None:
+            return []
+        self.accepted[f"{key}:tau"] = tau
+        at = (f.outer.var, tau)
+        lane_at, lo, hi = (z3.substitute(t, at) for t in (lane, f.lo, f.hi))
+        if not _free_var(lane_at, f.var):
+            return [z3.And(f.outer.contains(tau), z3.ULT(lo, hi), value == lane_at)]
+        j = self.reindex(f"{key}:j", value, None, lane_at, f.var)
+        if j is None:
+            return []
+        self.accepted[f"{key}:j"] = j
+        return [z3.And(f.outer.contains(tau), z3.ULE(lo, j), z3.ULT(j, hi),
+                       value == z3.substitute(lane_at, (f.var, j)))]
+
+
+def _family(term: z3.ExprRef, var_name: str, split: bool, outer: Outer | None = None) -> Family:
+    family = open_family(term, var_name, split) if is_comprehension(term) else _singleton(term, var_name)
+    return dataclasses.replace(family, outer=outer)
 
 
 def _singleton(term: z3.ArithRef, var_name: str) -> Family:
@@ -376,18 +430,30 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
     for (f, _, _), phi in zip(lanes, phis, strict=True):
         bounds = _concrete_bounds(matcher, f)
         form = _affine(phi, f.var)
-        if bounds is None or form is None:
+        slope = _affine(phi, f.outer.var) if f.outer else (phi, 0)
+        if bounds is None or form is None or slope is None:
             return None
-        (lo, hi), stride = bounds, form[1]
+        (lo, hi), stride, slope = bounds, form[1], slope[1]
         if hi <= lo:
             continue  # an empty term contributes nothing
-        start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, (f.var, z3.BitVecVal(lo, 64)))))
+        first = [(f.var, z3.BitVecVal(lo, 64))] + ([(f.outer.var, z3.BitVecVal(f.outer.first, 64))] if f.outer else [])
+        start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
         if start is None:
             return None
-        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo})",
-                               z3.And(_in(f, f.var), phi != start + stride * (f.var - lo))):
+        image = start + stride * (f.var - lo)
+        if f.outer:
+            image = image + slope * (f.outer.var - f.outer.first)
+        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo})" +
+                               (f" + {slope}·(τ - {f.outer.first})" if f.outer else ""),
+                               z3.And(_in(f, f.var), phi != image)):
             return None
-        progressions.append((start, stride if hi - lo > 1 else 1, hi - lo))
+        # one progression over j per τ (the τ are a block's threads, never a tensor's elements)
+        step = f.outer.step if f.outer else 0
+        for u in range(f.count()):
+            progressions.append((start + slope * step * u, stride if hi - lo > 1 else 1, hi - lo))
+    # the images were proved modulo 2^64 and the tiling below is integer arithmetic: no progression may wrap
+    if any(not (0 <= a < 1 << 64 and 0 <= a + s * (n - 1) < 1 << 64) for a, s, n in progressions):
+        return None
     return _tiles(progressions, ref_bounds, exact)
 
 
@@ -398,51 +464,3 @@ def _concrete_bounds(matcher: Matcher, family: Family) -> tuple[int, int] | None
     if not matcher._proved(f"a reduction ranges over [{lo}, {hi})", z3.Or(family.lo != lo, family.hi != hi)):
         return None
     return lo, hi
-
-
-MAX_PERIOD = 1 << 16
-
-
-def _tiles(progressions: list[tuple[int, int, int]], bounds: tuple[int, int], exact: bool) -> bool | None:
-    """Do the progressions (start, stride, count) cover [lo, hi) (exactly once each, if `exact`)?"""
-    lo, hi = bounds
-    period = 1
-    for _, stride, count in progressions:
-        if count > 1:
-            if stride <= 0:
-                return None
-            period = period * stride // _gcd(period, stride)
-            if period > MAX_PERIOD:
-                return None
-    runs: dict[int, list[tuple[int, int]]] = {}
-    for start, stride, count in progressions:
-        if count <= 0:
-            continue
-        step = stride if count > 1 else period
-        for k in range(period // step if count > 1 else 1):
-            first = start + k * step
-            n = (count - k + (period // step) - 1) // (period // step) if count > 1 else 1
-            if n > 0:
-                runs.setdefault(first % period, []).append(((first - first % period) // period, n))
-    for residue in range(period):
-        first_m = lo + ((residue - lo) % period)
-        if first_m >= hi:
-            continue
-        want = ((first_m - residue) // period, (hi - 1 - residue) // period + 1)
-        spans = sorted(runs.get(residue, []))
-        reach = want[0]
-        for begin, n in spans:
-            if begin > reach:
-                return False
-            if exact and begin < reach:
-                return False
-            reach = max(reach, begin + n)
-        if reach < want[1]:
-            return False
-    return True
-
-
-def _gcd(a: int, b: int) -> int:
-    while b:
-        a, b = b, a % b
-    return a
