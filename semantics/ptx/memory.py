@@ -164,8 +164,9 @@ def _pending_shared_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: I
 def _loop_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort, elem_bytes: int) -> z3.ExprRef:
     """A shared read after a barrier of a loop body: a placeholder `R(iteration, byte offset)`, one function per
     buffer and loop, so that every path of the generic run (which summarises the loop) reads the same term and an
-    accumulation over it is recognised; the real pass reads R at its iteration k, the same value. It is resolved to the same-iteration writer's value (or made
-    opaque) by `semantics.properties.loop_shared` once every store is known."""
+    accumulation over it is recognised; the real pass reads R at its iteration k, the same value. R is resolved
+    to the same-iteration writer's value (or made opaque) by `semantics.properties.loop_shared` once every
+    store is known."""
     iteration, base, key = state.generic
     name = f"shared_loop!{key}!{buffer.name}!{sort}"
     read = state.ctx.loop_reads.get(name)
