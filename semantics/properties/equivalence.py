@@ -110,9 +110,18 @@ def _concrete_search(access: Access, ob: Obligation, value, expected, stores, th
     model's inputs and at random ones. A witness found this way is as concrete as any other."""
     solver = z3.Solver()
     solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
-    solver.add(ob.formula.arg(0) if z3.is_and(ob.formula) else ob.formula)
+    difference = ob.formula.arg(0) if z3.is_and(ob.formula) else ob.formula
+    solver.add(difference)
     if solver.check() != z3.sat:
-        return None
+        # the solver cannot even pick a thread with the uninterpreted reductions in: any thread that performs
+        # the store (a model of the hypothesis alone) is a candidate; replay decides, as for any other
+        if not (z3.is_and(difference) and difference.num_args() == 2):
+            return None
+        solver = z3.Solver()
+        solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
+        solver.add(difference.arg(0))
+        if solver.check() != z3.sat:
+            return None
     model = solver.model()
     values = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
     candidate = Outcome(REFUTED, "concrete search", 0.0, values, z3_model=model)
