@@ -79,6 +79,9 @@ class TileCutter:
             count = len(lanes) * (hi - lo)
             if hi <= lo or count in targets or not any(t < count for t in targets):
                 continue
+            # a canonical order (not z3's, which follows term creation), so hints keyed by part number match
+            # when a certificate is checked in another process
+            lanes = sorted(lanes, key=lambda t: t.sexpr())
             parts = [self._lane(lane, var, lo, hi, f"{n}.{i}") for i, lane in enumerate(lanes)]
             kernel = z3.substitute(kernel, (s, z3.Sum(parts) if len(parts) > 1 else parts[0]))
         return kernel, reference
