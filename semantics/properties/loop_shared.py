@@ -38,8 +38,8 @@ syntactic check here or an obligation whose unsat proves it):
   conditions, so for w at iteration k exactly one record's full guard holds (the one "happens" found);
   dropping conjuncts common to all records keeps exactly that one true among the cᵣ.
 
-A placeholder for which any premise fails becomes an opaque value (properties that depend on it are
-unknown), never a guess.
+A placeholder for which any premise fails becomes an opaque function of (iteration, offset), marked by an
+opaque constant (properties that depend on it are unknown), never a guess.
 """
 
 from __future__ import annotations
@@ -84,10 +84,14 @@ class LoopShared:
             why = self._premises(read)
             body = self._define(read) if why is None else None
             if body is None:
-                opaque = f"opaque!{name}"
-                self.ctx.opaque[opaque] = (f"the shared reads of {read.buffer} at lines {sorted(read.lines)} in a loop "
-                                           f"with barriers: {why or 'their same-iteration writer was not proved'}")
-                body = z3.Const(opaque, read.func.range())
+                # opaque, but still a function of (iteration, offset): reads of different elements must not
+                # cancel each other algebraically; the opaque constant marks every use as unmodelled
+                opaque = z3.Const(f"opaque!{name}", z3.BoolSort())
+                self.ctx.opaque[str(opaque)] = (f"the shared reads of {read.buffer} at lines {sorted(read.lines)} in "
+                                                f"a loop with barriers: "
+                                                f"{why or 'their same-iteration writer was not proved'}")
+                unknown = z3.Function(f"unmodelled!{name}", BV64, BV64, z3.BoolSort(), read.func.range())
+                body = unknown(z3.Var(0, BV64), z3.Var(1, BV64), opaque)
             else:
                 self.ctx.loop_initialized |= read.lines
                 self.ctx.assumes_initialized = True
