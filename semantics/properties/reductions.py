@@ -200,8 +200,7 @@ class Matcher:
                 if cr.decl() == MAX_FROM and self._equal(elements, cr, inits_apart=True):
                     return self._symbol_pair(reference, cr)
         summands = _terms(kernel)
-        # a canonical order (z3's follows term creation), so hints keyed by part number match in another process
-        parts = sorted((t for t in summands if z3.is_app(t) and t.decl() == SUM), key=lambda t: t.sexpr())
+        parts = [t for t in summands if z3.is_app(t) and t.decl() == SUM]
         if len(parts) < 2:
             return kernel, reference
         for cr in innermost(reference):
