@@ -16,7 +16,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["loop_matvec", "loop_matmul_naive_512", "loop_matmul_naive_4096", "loop_mean_middle_dim",
          "loop_rowsum_per_thread", "warp_rowsum_shfl", "shared_transpose_tiled", "loop_cumsum_row",
          "loop_cumsum_exclusive", "loop_row_var_biased", "loop_row_var_unbiased_bug", "loop_tiled_matmul",
-         "loop_tiled_matmul_missing_barrier"]
+         "loop_tiled_matmul_missing_barrier", "loop_tiled_matmul_wrong_tile_index"]
 
 
 def timed(case: str | Path, runs: int) -> tuple[float, str]:

@@ -31,7 +31,16 @@ from orchestrator.cert_identity import Rejected, rederive
 from orchestrator.cert_schema import Witness
 from orchestrator.cert_terms import BadHint, hint_from_json, replay_provers
 from semantics.errors import Unsupported
-from semantics.properties import atomics, coverage, equivalence, memory_safety, races, shared_values, termination
+from semantics.properties import (
+    atomics,
+    coverage,
+    equivalence,
+    loop_shared,
+    memory_safety,
+    races,
+    shared_values,
+    termination,
+)
 from semantics.properties.common import escape, thread_witness
 from semantics.properties.reductions import innermost
 from semantics.ptx.bind import bind
@@ -85,6 +94,8 @@ def site(problem: Problem, hints: dict[str, object]) -> Site:
     execute(problem.kernel, ctx, exit_oracle).resolve_loops({})
     shared_values.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, provers.inverse, Z3Checker(),
                           TIMEOUT_S, ignore, {})
+    loop_shared.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, provers.inverse, Z3Checker(),
+                        TIMEOUT_S, ignore, {})
     launch_ok = z3.And(ctx.thread.in_launch(problem.launch), *ctx.assumptions)
     return Site(problem, ctx.thread, problem.launch, launch_ok, ctx.accesses, ctx.buffers)
 

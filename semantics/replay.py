@@ -123,7 +123,10 @@ class Evaluator:
         if values is None:
             if hi - lo > MAX_EXPANDED_TERMS:
                 raise NotConcrete(f"a reduction over {hi - lo} terms")
-            values = [self.value(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))) for j in range(lo, max(lo, hi))]
+            # simplified once instantiated: index conditions over concrete values fold to constants (a tiled
+            # kernel's guards), instead of being evaluated one model query at a time; simplification keeps the value
+            values = [self.value(z3.simplify(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))))
+                      for j in range(lo, max(lo, hi))]
         if term.decl() == SUM:
             total = mpmath.fsum(values) if values else mpmath.mpf(0)
             return total + copies[0] * copies[1] if copies[1] else total

@@ -22,6 +22,7 @@ from semantics.properties import (
     coverage,
     equivalence,
     loop_barriers,
+    loop_shared,
     memory_safety,
     races,
     shared_init,
@@ -148,6 +149,8 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
                                                        thread, launch, checker, per_obligation(), record, hints)
     effects.resolve_loops(bounds)
     note("values through shared memory")
+    loop_shared.resolve(ctx, thread, launch, problem.shared_symbols, provers.inverse, checker, per_obligation(),
+                        record, hints)
     shared_values.resolve(ctx, thread, launch, problem.shared_symbols, provers.inverse, checker, per_obligation(),
                           record, hints)
     note("memory safety")
@@ -155,7 +158,7 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
                                                    per_obligation(), record)
     if results["memory_safety"].state != VIOLATED:
         initialized = shared_init.check(accesses, thread, launch, problem.shared_symbols, provers.inverse, checker,
-                                        per_obligation(), record, hints)
+                                        per_obligation(), record, hints, ctx.loop_initialized)
         results["memory_safety"].merge(initialized)
     note("race freedom")
     results["race_freedom"] = races.check(accesses, {n: b.elem_bytes for n, b in ctx.buffers.items()},

@@ -16,7 +16,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
-from semantics.properties import divisions, padding, prefix
+from semantics.properties import divisions, padded_tiles, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -73,8 +73,10 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             key = f"equivalence:{buffer.name}:line{access.line}:lane{j}"
 
             def matcher(hypothesis, key=key):
-                # a running sum against a prefix first (scans), then the general matcher on what is left
+                # a running sum against a prefix first (scans), zero tails of padded tiles cut, then the general
+                # matcher on what is left
                 return prefix.Chain(prefix.splitter(hypothesis, key, checker, timeout_s, record),
+                                    padded_tiles.TileCutter(hypothesis, key, checker, timeout_s, record),
                                     Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key))
 
             def divide(term, hypothesis, key=key):

@@ -55,10 +55,15 @@ def _hinted_writer(store: Access, load: Access, thread: Thread, block: tuple, pr
 
 
 def check(accesses: list[Access], thread: Thread, launch: Launch, shared_symbols: set[str], propose: Callable,
-          checker: Checker, timeout_s: float, record, accepted: dict) -> PropertyResult:
+          checker: Checker, timeout_s: float, record, accepted: dict,
+          proved_lines: set[int] = frozenset()) -> PropertyResult:
+    """`proved_lines`: loads in loops with barriers already proved to read a same-iteration store
+    (`semantics.properties.loop_shared`, its "happens" obligation); they are not checked again."""
     result = PropertyResult()
     stores = [a for a in accesses if a.space == "shared" and a.kind == "store"]
-    loads = [a for a in accesses if a.space == "shared" and a.kind == "load"]
+    loads = [a for a in accesses if a.space == "shared" and a.kind == "load" and a.line not in proved_lines]
+    if not loads:
+        return result
     if any(a.phase_term is not None for a in loads + stores):
         # phases that are terms in a loop's iteration (barriers inside a loop) are not compared here
         result.downgrade(UNKNOWN, f"shared memory is read in a kernel with barriers inside a loop (line "

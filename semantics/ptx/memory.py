@@ -13,7 +13,7 @@ import z3
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Instr, Reg, Sym, Vec
 from semantics.ptx.machine import simplify
-from semantics.ptx.state import Access, SharedRead, ThreadState, address_of, coerce
+from semantics.ptx.state import Access, LoopRead, SharedRead, ThreadState, address_of, coerce
 from semantics.ptx.types import TYPES, types_in
 
 SPACES = {".global": "global", ".shared": "shared", ".local": "local", ".param": "param", ".const": "const"}
@@ -130,6 +130,8 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
         raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
     if buffer.role == "input":
         return buffer.contents()(index)
+    if buffer.role == "shared" and state.generic is not None and len(state.barriers) > state.generic[1]:
+        return _loop_read(state, buffer, index, ins, sort, elem_bytes)
     if buffer.role == "shared" and state.phase > 0 and not state.in_body and state.recording \
             and state.phase_extra is None:
         value = _pending_shared_read(state, buffer, index, ins, sort, elem_bytes)
@@ -173,6 +175,26 @@ def _shared_sort(state: ThreadState, buffer, sort, elem_bytes: int):
     if stored and all(z3.is_real(v) for v in stored):
         return z3.RealSort()
     return sort
+
+
+def _loop_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort, elem_bytes: int) -> z3.ExprRef:
+    """A shared read after a barrier of a loop body: a placeholder `R(iteration, byte offset)`, one function per
+    buffer and loop, so that every path of the generic run (which summarises the loop) reads the same term and an
+    accumulation over it is recognised; the real pass reads R at its iteration k, the same value. R is resolved
+    to the same-iteration writer's value (or made opaque) by `semantics.properties.loop_shared` once every
+    store is known."""
+    iteration, base, key = state.generic
+    name = f"shared_loop!{key}!{buffer.name}!{sort}"
+    read = state.ctx.loop_reads.get(name)
+    if read is None or read.elem_bytes != elem_bytes:
+        if read is not None:
+            raise Unsupported(f"shared buffer `{buffer.name}` read with two element widths in one loop",
+                              f"line {ins.line}")
+        func = z3.Function(name, z3.BitVecSort(64), z3.BitVecSort(64), sort)
+        read = state.ctx.loop_reads[name] = LoopRead(func, buffer.name, elem_bytes, key)
+    read.lines.add(ins.line)
+    read.segments.add(len(state.barriers) - base)
+    return read.func(iteration, simplify(index * elem_bytes))
 
 
 def _initial(buffer, index: z3.BitVecRef) -> z3.ExprRef:

@@ -70,6 +70,23 @@ class SharedRead:
 
 
 @dataclass
+class LoopRead:
+    """Shared reads of one buffer in a loop body with barriers, after `segment` of its barriers, as seen by the
+    generic run that summarises the loop: `func(iteration, byte offset)` stands for the value read until
+    `semantics.properties.loop_shared` resolves it (or makes it opaque). `loop` and `base` (barriers passed
+    before the loop) are set once the loop's real pass starts."""
+
+    func: z3.FuncDeclRef
+    buffer: str
+    elem_bytes: int
+    iteration: z3.BitVecRef         # the generic run's iteration symbol (replaced by the loop's k)
+    lines: set[int] = field(default_factory=set)
+    segments: set[int] = field(default_factory=set)
+    loop: object = None
+    base: int = 0
+
+
+@dataclass
 class KernelContext:
     """What every thread of one launch shares: the kernel, launch, buffers and parameter values."""
 
@@ -88,6 +105,8 @@ class KernelContext:
     warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
     shared_reads: list[SharedRead] = field(default_factory=list)
     assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
+    loop_reads: dict[str, LoopRead] = field(default_factory=dict)  # placeholder function name -> its reads
+    loop_initialized: set[int] = field(default_factory=set)  # lines of loop reads proved to see a same-iteration write
     counter: list[int] = field(default_factory=lambda: [0])
 
     def fresh(self) -> int:
@@ -110,10 +129,14 @@ class ThreadState:
     in_body: bool = False            # inside a loop body (loops keeps the loops left behind, too)
     # barriers passed in completed iterations of loops with barriers (k·b per loop), None when there are none
     phase_extra: z3.BitVecRef | None = None
+    # in a loop body: (its iteration, barriers passed before the loop, the generic run's iteration symbol naming
+    # the loop's shared-read placeholders, `memory._loop_read`)
+    generic: tuple | None = None
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
-                           self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra)
+                           self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra,
+                           self.generic)
 
     def phase_term(self) -> z3.BitVecRef | None:
         """The number of barriers this thread has passed, when loops with barriers make it symbolic."""

@@ -226,8 +226,8 @@ class Executor:
         where = f"loop at line {self.body[header].line}"
         self._check_single_entry(header, latch, where)
         written = self._written_registers(header, latch)
-        steps, accumulators, induction_syms, per_iteration = self._induction_steps(st, header, latch, written,
-                                                                                   where)
+        steps, accumulators, induction_syms, per_iteration, iteration = self._induction_steps(st, header, latch,
+                                                                                              written, where)
         # numbered per execution, so obligation texts (cache keys, certificates) do not depend on what the
         # process ran before
         k = z3.BitVec(f"k{len(self.loops)}.{self.body[header].name}", 64)
@@ -239,9 +239,14 @@ class Executor:
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
         body_state.in_body = True
+        body_state.generic = (k, len(st.barriers), iteration)
         if per_iteration:
             body_state.phase_extra = loop_phases.completed(st.phase_extra, k, len(per_iteration))
         at_k = [(induction_syms[r], _symbol_of(_advance(st.regs[r], steps[r], k))) for r in steps]
+        at_k.append((iteration, k))  # shared reads of the generic run, R(iteration, offset), at iteration k
+        for read in self.ctx.loop_reads.values():
+            if z3.eq(read.iteration, iteration):
+                read.loop, read.base = info, len(st.barriers)
         summaries = {}
         for r in written:
             if r in steps:
@@ -270,6 +275,7 @@ class Executor:
             raise Unsupported("a loop with barriers that is left on paths passing different barriers", where)
         for _, s in leaving:
             s.in_body = False
+            s.generic = None
             self._finish_accumulators(s, st, summaries, at_k, k, where)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
@@ -367,16 +373,19 @@ class Executor:
         return {r for item in self.body[header:latch + 1] if isinstance(item, Instr) for r in _dests(item)}
 
     def _induction_steps(self, st: ThreadState, header: int, latch: int, written: set[str],
-                         where: str) -> tuple[dict, dict, dict, tuple[int, ...]]:
+                         where: str) -> tuple[dict, dict, dict, tuple[int, ...], z3.BitVecRef]:
         """Run the body once from a generic header state; a register is an induction variable when every
         back edge gives it `header value + step`, the step free of header values. Other live carried
         registers must hold floats (accumulators): their values become opaque, so safety can still be
         proved while value equivalence is reported unknown. Also returns the barrier lines one iteration
-        passes (the same on every back edge, `loop_phases.per_iteration`)."""
+        passes (the same on every back edge, `loop_phases.per_iteration`), and the generic run's iteration
+        symbol (shared reads after a barrier of the body are functions of it, `memory._loop_read`)."""
         generic = st.copy()
         generic.recording = False
         generic.loops = st.loops + ((None, None),)
         generic.entered_loop = True
+        iteration = z3.BitVec(f"iteration!{self.ctx.fresh()}", 64)
+        generic.generic = (iteration, len(st.barriers), iteration)
         symbols = {}
         for r in written:
             if r in st.regs:
@@ -396,7 +405,7 @@ class Executor:
         for r, sym in symbols.items():
             deltas = [_delta(n.get(r), sym) for n in nexts]
             if deltas and all(d is not None and z3.eq(d, deltas[0]) for d in deltas):
-                if not any(z3.is_app(h) and mentions(deltas[0], h) for h in header_syms):
+                if not any(z3.is_app(h) and mentions(deltas[0], h) for h in [*header_syms, iteration]):
                     steps[r] = deltas[0]
         carried = sorted(r for r in written if r not in steps and self._live_at_header(r, header, latch))
         for r in carried:
@@ -413,7 +422,7 @@ class Executor:
                 accumulators[r] = acc
             else:  # carried, but not a recognised accumulation: its value becomes opaque, for this reason
                 accumulators[r] = self._why_not_summarised(r, [n[r] for n in nexts if r in n], where)
-        return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}, per_iteration
+        return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}, per_iteration, iteration
 
     def _why_not_summarised(self, reg: str, nexts: list, where: str) -> str:
         """Why a carried register is opaque: an opaque value it depends on (each iteration's shared reads, say),
