@@ -35,3 +35,16 @@ def constants(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 def mentions(term: z3.ExprRef, symbol: z3.ExprRef) -> bool:
     return any(z3.eq(t, symbol) for t in subterms(term))
+
+
+def outside_binders(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The distinct application subterms of `term` not under a binder (their free symbols are the term's own)."""
+    found, todo, seen = [], [term], set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        found.append(t)
+        todo.extend(c for c in t.children() if not z3.is_quantifier(c))
+    return found

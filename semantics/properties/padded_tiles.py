@@ -24,7 +24,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import SUM, is_comprehension, sum_over
-from semantics.terms import constants
+from semantics.terms import constants, outside_binders
 
 SCAN = 64          # iterations folded, from the end, to guess where a lane's zero tail starts
 MAX_DECISIONS = 24  # selections decided per lane
@@ -42,16 +42,8 @@ def _zero(term: z3.ExprRef) -> bool:
 
 def _sums(term: z3.ExprRef) -> list[z3.ExprRef]:
     """Sum comprehensions in `term` not under a binder, whose bounds are numerals."""
-    found, todo, seen = [], [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        if t.decl() == SUM and all(z3.is_bv_value(b) for b in t.children()[:2]):
-            found.append(t)
-        todo.extend(c for c in t.children() if not z3.is_quantifier(c))
-    return found
+    return [t for t in outside_binders(term)
+            if t.decl() == SUM and all(z3.is_bv_value(b) for b in t.children()[:2])]
 
 
 def _size(term: z3.ExprRef) -> int | None:

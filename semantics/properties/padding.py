@@ -16,6 +16,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import SUM, sum_over
+from semantics.terms import outside_binders
 
 BATCH = 64   # premises of this many sums go to the solver as one obligation
 
@@ -49,22 +50,9 @@ def _cut(model: z3.ModelRef, lo: int, hi: int, pad) -> int | None:
     return low
 
 
-def _outside_binders(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The distinct application subterms of `term` not under a binder (their bounds are ground terms)."""
-    found, todo, seen = [], [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen or not z3.is_app(t):
-            continue
-        seen.add(t.get_id())
-        found.append(t)
-        todo.extend(c for c in t.children() if not z3.is_quantifier(c))
-    return found
-
-
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float, record) -> z3.ExprRef:
     """`term` with every Sum whose padded iterations are proved to be a tail cut down to its kept range."""
-    sums = [t for t in _outside_binders(term) if t.decl() == SUM and _padded(t) is not None]
+    sums = [t for t in outside_binders(term) if t.decl() == SUM and _padded(t) is not None]
     if not sums:
         return term
     solver = z3.Solver()
