@@ -115,3 +115,12 @@ def escape(loops: tuple, fixes: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.BoolR
 
 def in_launch(thread: Thread, launch: Launch) -> z3.BoolRef:
     return thread.in_launch(launch)
+
+
+def model_of(formula: z3.BoolRef, timeout_ms: int = 5000) -> z3.ModelRef | None:
+    """One model of `formula`, or None: a source of guesses (the value a hypothesis forces, say) that the
+    caller then proves; never evidence by itself."""
+    solver = z3.Solver()
+    solver.set("timeout", timeout_ms)
+    solver.add(formula)
+    return solver.model() if solver.check() == z3.sat else None

@@ -20,10 +20,13 @@ loads and to several lanes per iteration.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import SUM, is_comprehension, sum_over
+from semantics.properties.common import model_of
 from semantics.terms import constants, outside_binders
 
 SCAN = 64          # iterations folded, from the end, to guess where a lane's zero tail starts
@@ -56,7 +59,6 @@ class TileCutter:
 
     def __init__(self, hypothesis: z3.BoolRef, key: str, checker: Checker, timeout_s: float, record):
         self.hyp, self.key, self.checker, self.timeout_s, self.record = hypothesis, key, checker, timeout_s, record
-        self._model = None
         self._undecided: set[int] = set()
         self._keep: list = []  # the undecided selections themselves, so their ids are not reused
 
@@ -116,16 +118,15 @@ class TileCutter:
             cut -= 1
         return cut
 
+    @cached_property
+    def _hypothesis_model(self) -> z3.ModelRef | None:
+        return model_of(self.hyp)
+
     def _fixes(self, lane: z3.ArithRef, var: z3.BitVecRef) -> list | None:
         """The model's values of the lane's bit-vector symbols (the thread), all but the iteration's."""
-        if self._model is None:
-            solver = z3.Solver()
-            solver.set("timeout", 5000)
-            solver.add(self.hyp)
-            self._model = solver.model() if solver.check() == z3.sat else False
-        if self._model is False:
+        if self._hypothesis_model is None:
             return None
-        return [(c, self._model.eval(c, model_completion=True)) for c in constants(lane)
+        return [(c, self._hypothesis_model.eval(c, model_completion=True)) for c in constants(lane)
                 if z3.is_bv(c) and not z3.eq(c, var)]
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:

@@ -24,11 +24,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.properties.common import model_of
 from semantics.properties.fold import Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
 from semantics.terms import constants, mentions, subterms
@@ -151,7 +153,6 @@ class Matcher:
         self.key = key
         self.count = 0
         self.attempts = 0
-        self._model = None
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
         ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
@@ -328,16 +329,15 @@ class Matcher:
                 return False
         return True
 
+    @cached_property
+    def _hypothesis_model(self) -> z3.ModelRef | None:
+        return model_of(self.hyp)
+
     def _constant_under_hypothesis(self, term: z3.BitVecRef) -> int | None:
         """The value `term` takes in one model of the hypothesis: a guess, which the caller proves is forced."""
-        if self._model is None:
-            solver = z3.Solver()
-            solver.set("timeout", 5000)
-            solver.add(self.hyp)
-            self._model = solver.model() if solver.check() == z3.sat else False
-        if self._model is False:
+        if self._hypothesis_model is None:
             return None
-        value = self._model.eval(term, model_completion=True)
+        value = self._hypothesis_model.eval(term, model_completion=True)
         return value.as_long() if z3.is_bv_value(value) else None
 
     def _inits_match(self, families: list[Family], ref: Family, key: str) -> bool:
