@@ -130,6 +130,9 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
         raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
     if buffer.role == "input":
         return buffer.contents()(index)
+    if buffer.role != "shared" and any(a.kind == "atomic" and a.buffer == buffer.name for a in state.ctx.accesses):
+        # an atomic of this thread may have changed it (other threads' are races or a barrier away)
+        return state.opaque(z3.Const("v", sort), f"a read of `{buffer.name}` after atomics on it (line {ins.line})")
     if buffer.role == "shared" and state.generic is not None and len(state.barriers) > state.generic[1]:
         return _loop_read(state, buffer, index, ins, sort, elem_bytes)
     if buffer.role == "shared" and state.phase > 0 and not state.in_body and state.recording \
