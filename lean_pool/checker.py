@@ -52,6 +52,10 @@ def _quoting(terms: list[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
 # z3's default context is shared by every thread of the process and is not thread-safe: threads that build
 # obligation texts concurrently (a pool serving several callers) take this lock.
 Z3_LOCK = threading.RLock()
+# Python frees a z3 object (a reference-count decrement in z3) in whichever thread drops its last reference —
+# a search thread finishing with an obligation while the main thread builds terms. Decrements from two threads
+# at once corrupt the context (CI saw the process die with SIGSEGV); in this mode z3 queues them under a lock.
+z3.Z3_enable_concurrent_dec_ref(z3.main_ctx().ref())
 
 @dataclass(frozen=True)
 class Obligation:

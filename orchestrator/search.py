@@ -29,7 +29,6 @@ from lean_pool.cancel import CURRENT, CancelToken
 from lean_pool.checker import PROVED, REFUTED, UNKNOWN, Z3_LOCK, Checker, Obligation, Outcome
 from orchestrator import telemetry
 
-CANCEL_GRACE_S = 5.0     # how long a closed goal waits for its cancelled obligations to return
 POLL_S = 0.5             # how often a waiting search looks at the budget
 
 
@@ -262,7 +261,10 @@ class Search:
                   for n, hint in enumerate(hints)]
 
     def _cancel(self, alive: list[_Candidate], running: dict, winner: _Candidate | None) -> None:
-        """Stop every candidate but the winner; wait (briefly) for their running obligations to return."""
+        """Stop every candidate but the winner, and wait until their running obligations have returned: a
+        search thread still running after the goal closes would touch z3's main context (translating its model,
+        replaying a foreign refutation) while the core uses it without the lock. Interrupted in-process
+        queries return at once; a remote one within its own timeout."""
         for candidate in alive:
             if candidate is winner or candidate.state in ("proved", "failed"):
                 continue
@@ -272,4 +274,4 @@ class Search:
                 self.stats.unexplored += 1
             candidate.finish("cancelled")
         if running:
-            wait(list(running), timeout=CANCEL_GRACE_S)
+            wait(list(running))

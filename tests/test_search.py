@@ -63,10 +63,13 @@ class Recording:
         self.inner = inner
         self.name = inner.name
         self.outcomes: dict[str, Outcome] = {}
+        self.in_flight = 0
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        self.in_flight += 1
         outcome = self.inner.check(obligation, timeout_s)
         self.outcomes[obligation.name] = outcome
+        self.in_flight -= 1
         return outcome
 
 
@@ -116,6 +119,7 @@ def test_cancellation_stops_the_losers():
     start = time.monotonic()
     with Search(checker, {"digit": [Listed(["easy", "hard"])]}, width=2) as search:
         closed = search.close(goal(obligations, timeout_s=120.0))
+        assert checker.in_flight == 0     # no search thread still in z3 once the goal is closed
     assert closed.hint == "easy"
     assert search.stats.cancelled == 1
     assert time.monotonic() - start < 60.0                     # the 120 s factoring query was interrupted
