@@ -35,7 +35,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import SUM, is_comprehension
-from semantics.terms import subterms
+from semantics.terms import reaching, subterms
 
 MAX_TAIL = 64        # the partial group is at most one unrolled iteration: a few elements, never a row
 MAX_GROUP = 64
@@ -52,8 +52,8 @@ def _summands(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 def _innermost_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
     """The Sum comprehensions in `term` whose bodies contain no comprehension, each once."""
-    return [t for t in subterms(term) if z3.is_app(t) and t.decl() == SUM
-            and not any(is_comprehension(s) for s in subterms(t.arg(2).body()))]
+    holding = reaching(term, is_comprehension)
+    return [t for t in subterms(term) if z3.is_app(t) and t.decl() == SUM and t.arg(2).get_id() not in holding]
 
 
 def _wide(term: z3.BitVecRef) -> z3.BitVecRef:
@@ -95,6 +95,8 @@ class PrefixSplitter:
         lo, end, body_r = cr.children()
         if not (z3.is_bv_value(z3.simplify(lo_k)) and z3.simplify(lo_k).as_long() == 0):
             return None
+        if z3.is_bv_value(z3.simplify(lo)) and z3.is_bv_value(z3.simplify(end)):
+            return None     # a fixed domain, not a prefix: the general matcher's reindexing proves it cheaply
         j = z3.BitVec(f"prefix_j!{self.key}.{self.count}", 64)  # named, not fresh: obligation texts are hashed
         lanes = _summands(z3.substitute_vars(body_k.body(), j))
         s = len(lanes)

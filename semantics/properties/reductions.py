@@ -33,7 +33,7 @@ from semantics.comprehension import MAX_FROM, SUM, is_comprehension
 from semantics.properties.common import model_of
 from semantics.properties.fold import Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.terms import constants, mentions, subterms
+from semantics.terms import constants, mentions, reaching, subterms
 
 
 @dataclass(frozen=True)
@@ -91,18 +91,8 @@ def _extremum_leaves(term: z3.ExprRef, greater: bool) -> list[z3.ExprRef]:
 
 def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
     """Comprehensions in `term` whose bodies contain none."""
-    found, todo, seen = [], [term], set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if is_comprehension(t) and not any(is_comprehension(s) for s in subterms(t.children()[-1])):
-            found.append(t)
-        todo.extend(t.children())
-        if z3.is_quantifier(t):
-            todo.append(t.body())
-    return found
+    holding = reaching(term, is_comprehension)
+    return [t for t in subterms(term) if is_comprehension(t) and t.children()[-1].get_id() not in holding]
 
 
 def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
