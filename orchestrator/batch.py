@@ -135,7 +135,8 @@ def batch_and_report(source: Path, workers: int | None, address: str | None, rep
 
 
 def verify_on_ray(manifest: Path, timeout_s: float, workers: int | None, address: str | None,
-                  certificate: Path | None = None, witness: Path | None = None) -> Result:
+                  certificate: Path | None = None, witness: Path | None = None,
+                  solver_s: float | None = None) -> Result:
     """`lark verify --workers N`: one verify actor, N checker actors (the same fleet as a batch)."""
     from actors.cluster import ray_session
     from actors.fleet import Fleet
@@ -146,6 +147,6 @@ def verify_on_ray(manifest: Path, timeout_s: float, workers: int | None, address
         found.append(result or error(manifest.parent.name, f"not verified: {failure}", 0.0))
 
     with ray_session(workers, address) as n:
-        Fleet(verifiers=1, checkers=n).run([str(manifest)], timeout_s, None, on_done,
+        Fleet(verifiers=1, checkers=n).run([str(manifest)], timeout_s, solver_s, on_done,
                                            certificate=certificate, witness=witness)
     return found[0]

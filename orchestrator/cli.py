@@ -35,17 +35,18 @@ SEARCH_WIDTH = 2     # obligations a local search checks at once (in-process z3 
 
 def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
                witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
-               search_width: int = SEARCH_WIDTH) -> Result:
+               search_width: int = SEARCH_WIDTH, solver_s: float | None = None) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
     its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
-    to the embedded local one (z3 in-process, the lemma cache, a wall budget of `timeout_s`); a caller that
-    passes a checker passes the `budget` it charges, which the search obeys too."""
+    to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
+    `solver_s` solver seconds); a caller that passes a checker passes the `budget` it charges, which the
+    search obeys too."""
     start = time.monotonic()
     name = manifest.parent.name
     if checker is None:
-        budget = Budget(wall_s=timeout_s)
+        budget = Budget(wall_s=timeout_s, solver_s=solver_s)
         checker = assemble(Z3Checker(), DiskLemmaStore(), budget)
-    budget = budget or Budget(wall_s=timeout_s)
+    budget = budget or Budget(wall_s=timeout_s, solver_s=solver_s)
     checker = TracingChecker(checker)
     stages = Stages(progress)
     with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
@@ -119,17 +120,19 @@ def main() -> None:
 @click.option("--workers", type=click.IntRange(min=1), default=None,
               help="Check obligations on N pooled checker workers of a Ray fleet (a local Ray instance).")
 @click.option("--address", default=None, help="Join this Ray cluster (default: $RAY_ADDRESS) instead.")
+@click.option("--solver-seconds", "solver_s", type=float, default=None,
+              help="Solver-time budget in seconds (summed over obligations); once spent, the rest is unknown.")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
-                   witness: Path | None, workers: int | None, address: str | None) -> None:
+                   witness: Path | None, workers: int | None, address: str | None, solver_s: float | None) -> None:
     """Verify the task described by TASK (a lark.toml). Exit 0 verified, 1 refuted, 2 unknown, 3 error."""
     def progress(stage: str) -> None:
         if not as_json:
             click.echo(f"[lark] {stage} ...", err=True)
 
     if workers or address:
-        result = verify_on_ray(task, timeout_s, workers, address, certificate, witness)
+        result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
-        result = run_verify(task, timeout_s, progress, certificate, witness)
+        result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s)
     click.echo(json.dumps(result.to_json(), indent=None if as_json else 2) if as_json else _human(result))
     sys.exit(result.exit_status)
 

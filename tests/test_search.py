@@ -4,16 +4,18 @@ strategy, bounded retries, budgets, cancellation of losers; on a real local Ray 
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
 import z3
+from click.testing import CliRunner
 
 from lean_pool.budget import Budget
 from lean_pool.checker import PROVED, Checker, Obligation, Outcome, Z3Checker
 from lean_pool.stack import assemble
 from orchestrator.cert_check import run_check
-from orchestrator.cli import run_verify
+from orchestrator.cli import main, run_verify
 from orchestrator.search import Counterexample, Goal, Search
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -142,6 +144,16 @@ def test_a_solver_budget_leaves_a_job_unknown_naming_the_budget():
                         checker=assemble(Z3Checker(), None, budget), budget=budget)
     assert result.verdict == "unknown"
     assert result.reason.startswith("solver-time budget of 0.001 s exhausted")
+
+
+def test_the_solver_budget_is_a_verify_flag(tmp_path, monkeypatch):
+    """`lark verify --solver-seconds` (a fresh lemma cache, so the solver really runs)."""
+    monkeypatch.setenv("LARK_CACHE_DIR", str(tmp_path))
+    result = CliRunner().invoke(main, ["verify", str(EXAMPLES / "loop_rowsum_per_thread" / "lark.toml"), "--json",
+                                       "--solver-seconds", "0.001"])
+    out = json.loads(result.output)
+    assert result.exit_code == 2 and out["verdict"] == "unknown"
+    assert out["reason"].startswith("solver-time budget of 0.001 s exhausted")
 
 
 def test_verify_searches_loop_bounds_and_its_certificate_still_checks(tmp_path):
