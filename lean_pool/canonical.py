@@ -14,6 +14,7 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import Z3_LOCK, Obligation
+from semantics.terms import arguments, wrap
 
 
 def _node(t: z3.ExprRef, children: list[int], constants: dict[int, int]) -> str:
@@ -51,13 +52,13 @@ def _canonical_text(obligation: Obligation) -> str:
         t, expanded = todo.pop()
         if t.get_id() in index or (not expanded and t.get_id() in opened):
             continue
-        children = t.children()
+        children = arguments(t)
         if not expanded:
             opened.add(t.get_id())
             todo.append((t, True))
-            todo.extend((c, False) for c in reversed(children) if c.get_id() not in index)
+            todo.extend((wrap(c, t.ctx), False) for i, c in reversed(children) if i not in index)
             continue
         index[t.get_id()] = len(lines)
-        lines.append(_node(t, [index[c.get_id()] for c in children], constants))
+        lines.append(_node(t, [index[i] for i, _ in children], constants))
     roots_line = ";".join(f"{name}={index[t.get_id()]}" for name, t in obligation.witness.items())
     return "\n".join([*lines, f"formula={index[obligation.formula.get_id()]};{roots_line}"])

@@ -18,6 +18,7 @@ BODY = z3.ArraySort(INDEX, z3.RealSort())
 SUM = z3.Function("Sum", INDEX, INDEX, BODY, z3.RealSort())
 MAX_FROM = z3.Function("MaxFrom", z3.RealSort(), INDEX, INDEX, BODY, z3.RealSort())
 MIN_FROM = z3.Function("MinFrom", z3.RealSort(), INDEX, INDEX, BODY, z3.RealSort())
+COMPREHENSIONS = (SUM, MAX_FROM, MIN_FROM)
 
 
 def sum_over(lo: z3.BitVecRef | int, hi: z3.BitVecRef | int, j: z3.BitVecRef, body: z3.ArithRef) -> z3.ArithRef:
@@ -39,4 +40,4 @@ def _index(value: z3.BitVecRef | int) -> z3.BitVecRef:
 
 
 def is_comprehension(term: z3.ExprRef) -> bool:
-    return z3.is_app(term) and term.decl() in (SUM, MAX_FROM, MIN_FROM)
+    return z3.is_app(term) and term.decl() in COMPREHENSIONS

@@ -7,94 +7,135 @@ traversal that does not remember what it visited is exponential on them, so all 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import z3
 from z3.z3 import _to_expr_ref  # z3's own wrapper for an AST (what `children()` calls); z3 is pinned
 
 
 def subterms(term: z3.ExprRef) -> Iterator[z3.ExprRef]:
-    """Every distinct subterm of `term`, itself included, each once (depth first, children left to right).
+    """Every distinct subterm of `term`, itself included, each once (depth first)."""
+    ctx = term.ctx
+    for _, ast in _nodes(term):
+        yield _to_expr_ref(ast, ctx)
 
-    A child already visited is recognised by its id before it is wrapped as a Python object: on a shared DAG
-    most children are, and wrapping them all was most of the time of a walk."""
-    todo, seen = [term], set()
+
+def _nodes(term: z3.ExprRef) -> Iterator[tuple[int, object]]:
+    """(id, raw AST) of every distinct subterm, the order of `subterms`. The walk speaks to z3's C API
+    directly and wraps nothing: on terms of 10⁵–10⁶ shared nodes, creating a Python object per child visit
+    (what `children()` does) was most of the time of a walk. The raw ASTs live as long as `term` does."""
+    ref = term.ctx_ref()
+    todo, seen = [(term.get_id(), term.as_ast())], set()
     while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
+        i, ast = todo.pop()
+        if i in seen:
             continue
-        seen.add(t.get_id())
-        yield t
-        if z3.is_quantifier(t):
-            todo.append(t.body())
-        else:
-            todo.extend(_unseen_children(t, seen))
+        seen.add(i)
+        yield i, ast
+        kind = z3.Z3_get_ast_kind(ref, ast)
+        if kind == z3.Z3_APP_AST:
+            for k in range(z3.Z3_get_app_num_args(ref, ast)):
+                arg = z3.Z3_get_app_arg(ref, ast, k)
+                j = z3.Z3_get_ast_id(ref, arg)
+                if j not in seen:
+                    todo.append((j, arg))
+        elif kind == z3.Z3_QUANTIFIER_AST:
+            body = z3.Z3_get_quantifier_body(ref, ast)
+            todo.append((z3.Z3_get_ast_id(ref, body), body))
 
 
-def reaching(term: z3.ExprRef, pred: Callable[[z3.ExprRef], bool]) -> set[int]:
-    """The ids of the subterms of `term` that satisfy `pred` or have a subterm that does: one pass over the
-    DAG, where asking `any(pred(s) for s in subterms(t))` of every t would walk shared parts again and again."""
-    nodes = {t.get_id(): t for t in subterms(term)}
+def arguments(term: z3.ExprRef) -> list[tuple[int, object]]:
+    """(id, raw AST) of the children of `term` (a quantifier's: its body), none wrapped: a walker wraps only
+    the ones it has not met (`wrap`)."""
+    ref, ast = term.ctx_ref(), term.as_ast()
+    kind = z3.Z3_get_ast_kind(ref, ast)
+    if kind == z3.Z3_QUANTIFIER_AST:
+        asts = [z3.Z3_get_quantifier_body(ref, ast)]
+    elif kind == z3.Z3_APP_AST:
+        asts = [z3.Z3_get_app_arg(ref, ast, k) for k in range(z3.Z3_get_app_num_args(ref, ast))]
+    else:
+        asts = []
+    return [(z3.Z3_get_ast_id(ref, a), a) for a in asts]
+
+
+def wrap(ast: object, ctx: z3.Context) -> z3.ExprRef:
+    return _to_expr_ref(ast, ctx)
+
+
+def applications(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list[z3.ExprRef]:
+    """The distinct subterms of `term` that apply one of `decls`, in the order of `subterms`."""
+    ref, ctx, wanted = term.ctx_ref(), term.ctx, {d.get_id() for d in decls}
+    return [_to_expr_ref(ast, ctx) for _, ast in _nodes(term)
+            if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and _decl_id(ref, ast) in wanted]
+
+
+def reaching(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> set[int]:
+    """The ids of the subterms of `term` that apply one of `decls` or have a subterm that does: one pass over
+    the DAG, where asking `any(... for s in subterms(t))` of every t walks shared parts again and again."""
+    ref, wanted = term.ctx_ref(), {d.get_id() for d in decls}
+    kids: dict[int, list[int]] = {}
     hit: set[int] = set()
+    for i, ast in _nodes(term):
+        kind = z3.Z3_get_ast_kind(ref, ast)
+        if kind == z3.Z3_APP_AST:
+            kids[i] = [z3.Z3_get_ast_id(ref, z3.Z3_get_app_arg(ref, ast, k))
+                       for k in range(z3.Z3_get_app_num_args(ref, ast))]
+            if _decl_id(ref, ast) in wanted:
+                hit.add(i)
+        elif kind == z3.Z3_QUANTIFIER_AST:
+            kids[i] = [z3.Z3_get_ast_id(ref, z3.Z3_get_quantifier_body(ref, ast))]
+        else:
+            kids[i] = []
     done: set[int] = set()
     stack = [(term.get_id(), False)]
-    while stack:
+    while stack:                         # children before parents
         i, expanded = stack.pop()
         if i in done:
             continue
-        kids = _child_ids(nodes[i])
         if not expanded:
             stack.append((i, True))
-            stack.extend((k, False) for k in kids if k not in done)
+            stack.extend((k, False) for k in kids[i] if k not in done)
             continue
         done.add(i)
-        if pred(nodes[i]) or any(k in hit for k in kids):
+        if any(k in hit for k in kids[i]):
             hit.add(i)
     return hit
 
 
-def _child_ids(t: z3.ExprRef) -> list[int]:
-    if z3.is_quantifier(t):
-        return [t.body().get_id()]
-    if not z3.is_app(t):
-        return []
-    ref, ast = t.ctx_ref(), t.as_ast()
-    return [z3.Z3_get_ast_id(ref, z3.Z3_get_app_arg(ref, ast, i)) for i in range(z3.Z3_get_app_num_args(ref, ast))]
-
-
-def _unseen_children(t: z3.ExprRef, seen: set[int]) -> list[z3.ExprRef]:
-    if not z3.is_app(t):
-        return []
-    ctx, ref, ast = t.ctx, t.ctx_ref(), t.as_ast()
-    children = []
-    for i in range(z3.Z3_get_app_num_args(ref, ast)):
-        arg = z3.Z3_get_app_arg(ref, ast, i)
-        if z3.Z3_get_ast_id(ref, arg) not in seen:
-            children.append(_to_expr_ref(arg, ctx))
-    return children
+def _decl_id(ref, ast) -> int:
+    return z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, z3.Z3_get_app_decl(ref, ast)))
 
 
 def constants(term: z3.ExprRef) -> list[z3.ExprRef]:
     """The uninterpreted constants (free symbols) of `term`, once each by name."""
+    ref, ctx = term.ctx_ref(), term.ctx
     found: dict[str, z3.ExprRef] = {}
-    for t in subterms(term):
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+    for _, ast in _nodes(term):
+        if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and z3.Z3_get_app_num_args(ref, ast) == 0 and \
+                z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, ast)) == z3.Z3_OP_UNINTERPRETED:
+            t = _to_expr_ref(ast, ctx)
             found.setdefault(str(t), t)
     return list(found.values())
 
 
 def mentions(term: z3.ExprRef, symbol: z3.ExprRef) -> bool:
-    return any(z3.eq(t, symbol) for t in subterms(term))
+    target = symbol.get_id()
+    return any(i == target for i, _ in _nodes(term))
 
 
-def outside_binders(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The distinct application subterms of `term` not under a binder (their free symbols are the term's own)."""
-    found, todo, seen = [], [term], set()
+def outside_binders(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list[z3.ExprRef]:
+    """The distinct applications of `decls` in `term` not under a binder (their free symbols are the term's
+    own), in the order of a depth-first walk that does not enter quantifiers or lambdas."""
+    ref, ctx, wanted = term.ctx_ref(), term.ctx, {d.get_id() for d in decls}
+    found, todo, seen = [], [(term.get_id(), term.as_ast())], set()
     while todo:
-        t = todo.pop()
-        if t.get_id() in seen or not z3.is_app(t):
+        i, ast = todo.pop()
+        if i in seen or z3.Z3_get_ast_kind(ref, ast) != z3.Z3_APP_AST:
             continue
-        seen.add(t.get_id())
-        found.append(t)
-        todo.extend(c for c in t.children() if not z3.is_quantifier(c))
+        seen.add(i)
+        if _decl_id(ref, ast) in wanted:
+            found.append(_to_expr_ref(ast, ctx))
+        for k in range(z3.Z3_get_app_num_args(ref, ast)):
+            arg = z3.Z3_get_app_arg(ref, ast, k)
+            todo.append((z3.Z3_get_ast_id(ref, arg), arg))
     return found

@@ -45,8 +45,7 @@ def _zero(term: z3.ExprRef) -> bool:
 
 def _sums(term: z3.ExprRef) -> list[z3.ExprRef]:
     """Sum comprehensions in `term` not under a binder, whose bounds are numerals."""
-    return [t for t in outside_binders(term)
-            if t.decl() == SUM and all(z3.is_bv_value(b) for b in t.children()[:2])]
+    return [t for t in outside_binders(term, (SUM,)) if all(z3.is_bv_value(b) for b in t.children()[:2])]
 
 
 def _size(term: z3.ExprRef) -> int | None:

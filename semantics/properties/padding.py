@@ -52,7 +52,7 @@ def _cut(model: z3.ModelRef, lo: int, hi: int, pad) -> int | None:
 
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float, record) -> z3.ExprRef:
     """`term` with every Sum whose padded iterations are proved to be a tail cut down to its kept range."""
-    sums = [t for t in outside_binders(term) if t.decl() == SUM and _padded(t) is not None]
+    sums = [t for t in outside_binders(term, (SUM,)) if _padded(t) is not None]
     if not sums:
         return term
     solver = z3.Solver()

@@ -34,8 +34,8 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import SUM, is_comprehension
-from semantics.terms import reaching, subterms
+from semantics.comprehension import COMPREHENSIONS, SUM, is_comprehension
+from semantics.terms import applications, reaching, subterms
 
 MAX_TAIL = 64        # the partial group is at most one unrolled iteration: a few elements, never a row
 MAX_GROUP = 64
@@ -52,8 +52,8 @@ def _summands(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 def _innermost_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
     """The Sum comprehensions in `term` whose bodies contain no comprehension, each once."""
-    holding = reaching(term, is_comprehension)
-    return [t for t in subterms(term) if z3.is_app(t) and t.decl() == SUM and t.arg(2).get_id() not in holding]
+    holding = reaching(term, COMPREHENSIONS)
+    return [t for t in applications(term, (SUM,)) if t.arg(2).get_id() not in holding]
 
 
 def _wide(term: z3.BitVecRef) -> z3.BitVecRef:

@@ -29,11 +29,11 @@ from functools import cached_property
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
 from semantics.properties.common import model_of
 from semantics.properties.fold import Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.terms import constants, mentions, reaching, subterms
+from semantics.terms import applications, constants, mentions, reaching
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ def _extremum_leaves(term: z3.ExprRef, greater: bool) -> list[z3.ExprRef]:
 
 def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
     """Comprehensions in `term` whose bodies contain none."""
-    holding = reaching(term, is_comprehension)
-    return [t for t in subterms(term) if is_comprehension(t) and t.children()[-1].get_id() not in holding]
+    holding = reaching(term, COMPREHENSIONS)
+    return [t for t in applications(term, COMPREHENSIONS) if t.arg(t.num_args() - 1).get_id() not in holding]
 
 
 def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
