@@ -1,13 +1,9 @@
-"""`lark batch`: discovery, resumable state, reports, exit status; and on a real local Ray instance, the
-verdicts of `lark batch examples/ --workers 2` are exactly those of verifying each task alone."""
+"""`lark batch`: discovery, resumable state, reports, exit status. (That `lark batch examples/ --workers 2`
+on a real local Ray instance gives each task the verdict `lark verify` gives it alone is tested beside the
+one-by-one runs, in tests/test_examples.py.)"""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
-import tomllib
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -77,41 +73,3 @@ def test_reports_and_exit_status(tmp_path):
     assert exit_status(verdicts) == 3
     assert exit_status(verdicts[:3]) == 1
     assert exit_status([verdicts[0], verdicts[2]]) == 0
-
-
-def lark_batch(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "batch", *args],
-                          cwd=cwd, capture_output=True, text=True, timeout=1800)
-
-
-def expected_verdict(manifest: Path) -> str:
-    return (manifest.parent / "EXPECT").read_text().split()[0]
-
-
-def test_batch_of_the_examples_on_local_ray_gives_the_one_by_one_verdicts(tmp_path, monkeypatch):
-    """Each example's EXPECT names the verdict `lark verify` gives it alone (tests/test_examples.py checks
-    exactly that, one process per task), so matching EXPECT is matching one-by-one `lark verify`. The
-    batch may reuse compiled PTX and captured references (content-addressed artifacts) from the default
-    cache, never its lemmas: every obligation is solved again, by the fleet's workers."""
-    cache = tmp_path / "cache"
-    default = Path.home() / ".cache" / "lark"
-    for artifact in ("ptx", "ref"):
-        if (default / artifact).is_dir():
-            shutil.copytree(default / artifact, cache / artifact)
-    monkeypatch.setenv("LARK_CACHE_DIR", str(cache))
-    junit, report = tmp_path / "out" / "j.xml", tmp_path / "out" / "r.html"
-    report.parent.mkdir()
-    proc = lark_batch(str(REPO / "examples"), "--workers", "2", "--junit", str(junit), "--report", str(report),
-                      cwd=tmp_path)
-    assert proc.returncode in (0, 1, 3) and junit.is_file(), proc.stderr[-5000:]
-    batch = {c.get("name"): json.loads(c.find("system-out").text)
-             for c in ET.parse(junit).getroot().iter("testcase")}
-    manifests = discover(REPO / "examples")
-    assert len(batch) == len(manifests)
-    for manifest in manifests:
-        name = tomllib.loads(manifest.read_text())["name"]
-        assert batch[name]["verdict"] == expected_verdict(manifest), (name, batch[name])
-
-    rerun = lark_batch(str(REPO / "examples"), "--junit", str(junit), "--report", str(report), cwd=tmp_path)
-    assert rerun.returncode == proc.returncode
-    assert rerun.stdout.count("(resumed)") == len(manifests), rerun.stdout

@@ -5,17 +5,28 @@ EXPECT holds one line:
   `refuted <prop>[|<prop>...]`      at least one of the named properties violated, each violated one with a
                                     concrete witness (block and thread ids, or the element never written)
   `unknown <word>`                  the JSON `reason` names <word>
-Each case runs in its own subprocess, so the tests share no state and run under `pytest -n 2`.
+Each case runs in its own subprocess, under `pytest -n 2`.
+
+The same tasks also go through `lark batch examples/ --workers 2` on a real local Ray instance, once per
+test session (the `batch` fixture; the xdist workers share it through a file lock), and each case checks
+that the batch gave it the verdict it gets alone. The batch runs first and cold, so its fleet solves every
+obligation; the one-by-one runs share its cache directory (compiled PTX, captured references, lemmas), so
+each obligation is solved once per session, not twice — a lemma is a solver's answer for exactly that
+obligation text, and a refutation read from it is still replayed in-process before it is reported.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -31,6 +42,7 @@ PROPERTY = {
 }
 PROPERTIES = set(PROPERTY.values())
 SUBPROCESS_TIMEOUT_S = 900
+BATCH_TIMEOUT_S = 2400
 
 
 def read_expect(case: Path) -> tuple[str, str]:
@@ -42,14 +54,50 @@ def read_expect(case: Path) -> tuple[str, str]:
     return verdict, detail
 
 
-def run_lark(manifest: Path) -> tuple[int, dict, str]:
-    proc = subprocess.run(
-        [sys.executable, "-c", "from orchestrator.cli import main; main()", "verify", str(manifest), "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=SUBPROCESS_TIMEOUT_S,
-    )
+def lark(*args: str, cache: Path, cwd: Path = REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", *args], cwd=cwd,
+                          env={**os.environ, "LARK_CACHE_DIR": str(cache)}, capture_output=True, text=True,
+                          timeout=BATCH_TIMEOUT_S if args[0] == "batch" else SUBPROCESS_TIMEOUT_S)
+
+
+@dataclass(frozen=True)
+class Batch:
+    root: Path                  # the session's shared directory: cache/, out/ (reports and the state file)
+    returncode: int
+    results: dict[str, dict]    # task name -> its JSON result, as the JUnit report carries it
+
+    @property
+    def cache(self) -> Path:
+        return self.root / "cache"
+
+    def command(self) -> list[str]:
+        out = self.root / "out"
+        return ["batch", str(EXAMPLES), "--workers", "2", "--junit", str(out / "j.xml"),
+                "--report", str(out / "r.html")]
+
+
+@pytest.fixture(scope="session")
+def batch(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Batch:
+    """`lark batch examples/ --workers 2`, run by whichever xdist worker asks first; the others wait for it."""
+    base = tmp_path_factory.getbasetemp()
+    root = base if worker_id == "master" else base.parent
+    done = root / "batch.json"
+    with FileLock(str(root / "batch.lock")):
+        if not done.is_file():
+            (root / "out").mkdir(exist_ok=True)
+            probe = Batch(root, 0, {})
+            proc = lark(*probe.command(), cache=probe.cache, cwd=root)
+            junit = root / "out" / "j.xml"
+            assert proc.returncode in (0, 1, 3) and junit.is_file(), proc.stderr[-5000:]
+            results = {c.get("name"): json.loads(c.find("system-out").text)
+                       for c in ET.parse(junit).getroot().iter("testcase")}
+            done.write_text(json.dumps({"returncode": proc.returncode, "results": results}))
+        saved = json.loads(done.read_text())
+    return Batch(root, saved["returncode"], saved["results"])
+
+
+def run_lark(manifest: Path, cache: Path) -> tuple[int, dict, str]:
+    proc = lark("verify", str(manifest), "--json", cache=cache)
     out = proc.stdout.strip()
     try:
         result = json.loads(out)
@@ -78,11 +126,13 @@ def witness_problem(finding: dict) -> str | None:
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.parent.name for m in MANIFESTS])
-def test_example(manifest: Path) -> None:
+def test_example(manifest: Path, batch: Batch) -> None:
     case = manifest.parent
     expected, detail = read_expect(case)
-    status, result, stderr = run_lark(manifest)
+    status, result, stderr = run_lark(manifest, batch.cache)
     shown = json.dumps(result, indent=2)
+    alone = result["verdict"]
+    assert batch.results[result["name"]]["verdict"] == alone, f"the batch says otherwise:\n{batch.results}"
 
     assert result["verdict"] == expected, f"expected {expected} ({detail}), got:\n{shown}\n{stderr}"
     assert status == EXIT_STATUS[expected], f"exit status {status} for a {expected} verdict:\n{shown}"
@@ -109,6 +159,13 @@ def test_example(manifest: Path) -> None:
     else:  # unknown
         assert result["reason"], shown
         assert detail.lower() in result["reason"].lower(), f"reason does not name {detail!r}:\n{shown}"
+
+
+def test_the_batch_has_every_example_and_a_rerun_resumes_them_all(batch: Batch) -> None:
+    assert len(batch.results) == len(MANIFESTS)
+    rerun = lark(*batch.command(), cache=batch.cache, cwd=batch.root)
+    assert rerun.returncode == batch.returncode
+    assert rerun.stdout.count("(resumed)") == len(MANIFESTS), rerun.stdout
 
 
 def test_every_example_has_its_files() -> None:
