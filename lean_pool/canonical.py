@@ -14,49 +14,52 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import Z3_LOCK, Obligation
-from semantics.terms import arguments, wrap
+from semantics.terms import raw_arguments, wrap
 
 
-class _Texts:
-    """The texts of a node's sort and operator, each made once per canonical text: a DAG of thousands of
-    nodes has a handful of sorts and operators, and making their texts was most of the time."""
+class _Printer:
+    """One node's line, from its raw AST: the walk below meets 10⁴–10⁵ nodes per obligation, and making a
+    Python object per node (and per child visit) was most of the time of a cache lookup. The texts of sorts
+    and operators repeat on every node and are made once each."""
 
-    def __init__(self) -> None:
+    def __init__(self, ctx: z3.Context) -> None:
+        self.ctx, self.ref = ctx, ctx.ref()
+        self.constants: dict[int, int] = {}     # AST id -> canonical constant number
         self.sorts: dict[int, str] = {}
-        self.decls: dict[int, str] = {}
+        self.decls: dict[int, tuple[str, bool]] = {}   # decl id -> (text, uninterpreted)
 
-    def sort(self, t: z3.ExprRef) -> str:
-        ref = t.ctx_ref()
-        sort = z3.Z3_sort_to_ast(ref, z3.Z3_get_sort(ref, t.as_ast()))
-        key = z3.Z3_get_ast_id(ref, sort)
+    def sort(self, ast) -> str:
+        sort = z3.Z3_sort_to_ast(self.ref, z3.Z3_get_sort(self.ref, ast))
+        key = z3.Z3_get_ast_id(self.ref, sort)
         if key not in self.sorts:
-            self.sorts[key] = z3.Z3_ast_to_string(ref, sort)
+            self.sorts[key] = z3.Z3_ast_to_string(self.ref, sort)
         return self.sorts[key]
 
-    def decl(self, t: z3.ExprRef) -> str:
-        ref = t.ctx_ref()
-        key = z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, z3.Z3_get_app_decl(ref, t.as_ast())))
+    def decl(self, ast) -> tuple[str, bool]:
+        raw = z3.Z3_get_app_decl(self.ref, ast)
+        key = z3.Z3_get_ast_id(self.ref, z3.Z3_func_decl_to_ast(self.ref, raw))
         if key not in self.decls:
-            decl = t.decl()
+            decl = z3.FuncDeclRef(raw, self.ctx)
+            uninterpreted = decl.kind() == z3.Z3_OP_UNINTERPRETED
             params = ",".join(str(p) for p in decl.params())
-            name = decl.name() if decl.kind() != z3.Z3_OP_UNINTERPRETED else decl.sexpr()
-            self.decls[key] = f"{name}[{params}]"
+            self.decls[key] = (f"{decl.sexpr() if uninterpreted else decl.name()}[{params}]", uninterpreted)
         return self.decls[key]
 
-
-def _node(t: z3.ExprRef, children: list[int], constants: dict[int, int], texts: _Texts) -> str:
-    args = ",".join(map(str, children))
-    if z3.is_quantifier(t):
-        kind = "forall" if t.is_forall() else "exists" if t.is_exists() else "lambda"
-        bound = ",".join(t.var_sort(i).sexpr() for i in range(t.num_vars()))
-        return f"{kind}[{bound}]({args})"
-    if z3.is_var(t):
-        return f"var{z3.get_var_index(t)}:{texts.sort(t)}"
-    if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-        return f"c{constants.setdefault(t.get_id(), len(constants))}:{texts.sort(t)}"
-    if z3.is_const(t):    # a value or an interpreted constant: its own text is canonical
-        return f"{t.sexpr()}:{texts.sort(t)}"
-    return f"{texts.decl(t)}:{texts.sort(t)}({args})"
+    def line(self, i: int, ast, children: list[int]) -> str:
+        kind = z3.Z3_get_ast_kind(self.ref, ast)
+        if kind == z3.Z3_QUANTIFIER_AST:
+            t = wrap(ast, self.ctx)
+            kind = "forall" if t.is_forall() else "exists" if t.is_exists() else "lambda"
+            bound = ",".join(t.var_sort(k).sexpr() for k in range(t.num_vars()))
+            return f"{kind}[{bound}]({','.join(map(str, children))})"
+        if kind == z3.Z3_VAR_AST:
+            return f"var{z3.Z3_get_index_value(self.ref, ast)}:{self.sort(ast)}"
+        text, uninterpreted = self.decl(ast)
+        if not children and uninterpreted:
+            return f"c{self.constants.setdefault(i, len(self.constants))}:{self.sort(ast)}"
+        if not children:    # a value or an interpreted constant: its own text is canonical
+            return f"{z3.Z3_ast_to_string(self.ref, ast)}:{self.sort(ast)}"
+        return f"{text}:{self.sort(ast)}({','.join(map(str, children))})"
 
 
 def canonical_text(obligation: Obligation) -> str:
@@ -67,23 +70,22 @@ def canonical_text(obligation: Obligation) -> str:
 
 def _canonical_text(obligation: Obligation) -> str:
     roots = [obligation.formula, *obligation.witness.values()]
+    printer = _Printer(obligation.formula.ctx)
     index: dict[int, int] = {}          # AST id -> line number
-    constants: dict[int, int] = {}      # AST id -> canonical constant number
     lines: list[str] = []
-    todo: list[tuple[z3.ExprRef, bool]] = [(t, False) for t in reversed(roots)]
+    todo: list[tuple[int, object, bool]] = [(t.get_id(), t.as_ast(), False) for t in reversed(roots)]
     opened: set[int] = set()            # expanded once already: a shared subterm is visited once
-    texts = _Texts()
     while todo:
-        t, expanded = todo.pop()
-        if t.get_id() in index or (not expanded and t.get_id() in opened):
+        i, ast, expanded = todo.pop()
+        if i in index or (not expanded and i in opened):
             continue
-        children = arguments(t)
+        children = raw_arguments(printer.ref, ast)
         if not expanded:
-            opened.add(t.get_id())
-            todo.append((t, True))
-            todo.extend((wrap(c, t.ctx), False) for i, c in reversed(children) if i not in index)
+            opened.add(i)
+            todo.append((i, ast, True))
+            todo.extend((k, c, False) for k, c in reversed(children) if k not in index)
             continue
-        index[t.get_id()] = len(lines)
-        lines.append(_node(t, [index[i] for i, _ in children], constants, texts))
+        index[i] = len(lines)
+        lines.append(printer.line(i, ast, [index[k] for k, _ in children]))
     roots_line = ";".join(f"{name}={index[t.get_id()]}" for name, t in obligation.witness.items())
     return "\n".join([*lines, f"formula={index[obligation.formula.get_id()]};{roots_line}"])

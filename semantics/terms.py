@@ -44,10 +44,9 @@ def _nodes(term: z3.ExprRef) -> Iterator[tuple[int, object]]:
             todo.append((z3.Z3_get_ast_id(ref, body), body))
 
 
-def arguments(term: z3.ExprRef) -> list[tuple[int, object]]:
-    """(id, raw AST) of the children of `term` (a quantifier's: its body), none wrapped: a walker wraps only
-    the ones it has not met (`wrap`)."""
-    ref, ast = term.ctx_ref(), term.as_ast()
+def raw_arguments(ref, ast) -> list[tuple[int, object]]:
+    """(id, raw AST) of the children of a raw AST (a quantifier's: its body), none wrapped: a walker wraps
+    only what it needs (`wrap`)."""
     kind = z3.Z3_get_ast_kind(ref, ast)
     if kind == z3.Z3_QUANTIFIER_AST:
         asts = [z3.Z3_get_quantifier_body(ref, ast)]
