@@ -131,8 +131,9 @@ def test_example(manifest: Path, batch: Batch) -> None:
     expected, detail = read_expect(case)
     status, result, stderr = run_lark(manifest, batch.cache)
     shown = json.dumps(result, indent=2)
-    alone = result["verdict"]
-    assert batch.results[result["name"]]["verdict"] == alone, f"the batch says otherwise:\n{batch.results}"
+    batched = batch.results[result["name"]]
+    assert batched["verdict"] == result["verdict"], \
+        f"alone: {result['verdict']} ({result['reason']}); in the batch: {batched['verdict']} ({batched['reason']})"
 
     assert result["verdict"] == expected, f"expected {expected} ({detail}), got:\n{shown}\n{stderr}"
     assert status == EXIT_STATUS[expected], f"exit status {status} for a {expected} verdict:\n{shown}"
