@@ -19,6 +19,7 @@ from typing import Protocol
 import z3
 
 from lean_pool.cancel import stoppable
+from semantics.terms import constants
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
 DEFAULT_RLIMIT, DEFAULT_SEED = 50_000_000, 0   # z3's work limit and seed, the same in every backend process
@@ -37,16 +38,8 @@ def _quote(name: str) -> str:
 
 def _quoting(terms: list[z3.ExprRef]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     """Substitution pairs renaming each constant whose name needs quoting to its quoted form."""
-    pairs, todo, seen = [], list(terms), set()
-    while todo:
-        t = todo.pop()
-        if t.get_id() in seen:
-            continue
-        seen.add(t.get_id())
-        if z3.is_const(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and _quote(str(t)) != str(t):
-            pairs.append((t, z3.Const(_quote(str(t)), t.sort())))
-        todo.extend(t.children())
-    return pairs
+    found = {c.get_id(): c for t in terms for c in constants(t) if _quote(str(c)) != str(c)}
+    return [(c, z3.Const(_quote(str(c)), c.sort())) for c in found.values()]
 
 
 # z3's default context is shared by every thread of the process and is not thread-safe: threads that build
