@@ -130,10 +130,9 @@ def test_fold_groups_leaves_at_consecutive_indices():
     from semantics.properties.fold import fold
 
     folds, alone = fold([_leaf_sum(t) for t in range(THREADS)], "t")
-    assert len(folds) == 1 and folds[0].syntactic()
-    outer = folds[0].outer
-    assert (outer.first, outer.step, outer.count) == (1, 1, THREADS - 1)   # thread 0's leaf simplifies apart
-    assert len(alone) == 1
+    assert len(folds) == 1 and folds[0].syntactic() and folds[0].fills_box()
+    assert folds[0].outer.counts == (THREADS - 1,)   # thread 0's leaf simplifies apart
+    assert len(alone) == 1 and z3.eq(_first_read(alone[0]), _first_read(_leaf_sum(0)))
     assert z3.Solver().check(folds[0].equalities()) == z3.unsat
 
 
@@ -143,7 +142,15 @@ def test_fold_splits_where_a_constant_stops_moving_affinely():
     j = z3.BitVec("j", 64)
     leaves = [z3.simplify(sum_over(0, 3 if t < 20 else 2, j, A(ROW * N + t + THREADS * j))) for t in range(1, 32)]
     folds, alone = fold(leaves, "t")
-    assert sorted((f.outer.first, f.outer.count) for f in folds) == [(1, 19), (20, 12)] and not alone
+    assert sorted(f.outer.counts for f in folds) == [(12,), (19,)] and not alone
+    long_run = next(f for f in folds if f.outer.counts == (19,))
+    assert {_first_read(m).get_id() for m in long_run.members} == \
+        {_first_read(leaves[t - 1]).get_id() for t in range(1, 20)}
+
+
+def _first_read(comprehension: z3.ExprRef) -> z3.ExprRef:
+    """A Sum's element at its first index (the same whatever its bound variable is called)."""
+    return z3.simplify(z3.substitute_vars(comprehension.arg(2).body(), comprehension.arg(0)))
 
 
 def test_block_tree_sum_matches_in_a_handful_of_obligations():

@@ -31,7 +31,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
 from semantics.properties.common import model_of
-from semantics.properties.fold import Fold, Outer, fold
+from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
 from semantics.terms import applications, constants, mentions, reaching
 
@@ -50,7 +50,7 @@ class Family:
     outer: Outer | None = None
 
     def count(self) -> int:
-        """How many copies of [lo, hi) the family has (one per τ)."""
+        """How many copies of [lo, hi) the family has (one per point τ of its box)."""
         return self.outer.count if self.outer else 1
 
 
@@ -97,7 +97,7 @@ def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
     inside = z3.And(z3.ULE(family.lo, j), z3.ULT(j, family.hi))
-    return z3.And(family.outer.contains(family.outer.var), inside) if family.outer else inside
+    return z3.And(family.outer.contains(family.outer.vars), inside) if family.outer else inside
 
 
 def _affine(term: z3.BitVecRef, var: z3.BitVecRef) -> tuple[z3.BitVecRef, int] | None:
@@ -219,7 +219,8 @@ class Matcher:
         if self.attempts > MAX_ATTEMPTS:
             return False
         ref = open_family(cr, "m!", split=False)
-        folds, alone = self._folds(kernel_terms)
+        # a max/min's initial value is found in a folded family by a hint for τ, which one axis allows
+        folds, alone = self._folds(kernel_terms, MAX_AXES if ref.kind == "sum" else 1)
         for split in (True, False):
             families = [_family(ck, f"j{n}!", split) for n, ck in enumerate(alone)]
             families += [_family(f.template, f"j{len(alone) + n}!", split, f.outer) for n, f in enumerate(folds)]
@@ -230,15 +231,16 @@ class Matcher:
                 return True
         return False
 
-    def _folds(self, kernel_terms: list[z3.ExprRef]) -> tuple[list[Fold], list[z3.ExprRef]]:
-        """Terms that are one template at consecutive indices (the leaves of a tree over threads), each group
-        proved to be exactly the template's instances; the rest stay terms of their own."""
-        folds, alone = fold(kernel_terms, f"{self.key}.fold{self.attempts}.")
+    def _folds(self, kernel_terms: list[z3.ExprRef], max_axes: int) -> tuple[list[Fold], list[z3.ExprRef]]:
+        """Terms that are one template at the points of a box (the leaves of a tree over threads, a block's
+        threads × register lanes), each group proved to be exactly the template's instances, one per point;
+        the rest stay terms of their own."""
+        folds, alone = fold(kernel_terms, f"{self.key}.fold{self.attempts}.", max_axes)
         proved = []
         for f in folds:
-            o = f.outer
-            if f.syntactic() and self._proved(f"{len(f.members)} kernel terms are one term at τ = {o.first} + "
-                                              f"{o.step}·u, u < {o.count}", f.equalities()):
+            if f.fills_box() and f.syntactic() and \
+                    self._proved(f"{len(f.members)} kernel terms are one term at τ ∈ {f.outer.describe()}",
+                                 f.equalities()):
                 proved.append(f)
             else:
                 alone.extend(f.members)
@@ -364,20 +366,22 @@ class Matcher:
 
     def _folded_element(self, f: Family, lane: z3.ArithRef, value: z3.ArithRef, key: str) -> list[z3.BoolRef]:
         """How `value` can be an element of a folded family: at a τ (and a j) proposed by the reindexing
-        hint; the obligation that uses the choice checks it."""
-        tau = self.reindex(f"{key}:tau", value, None, lane, f.outer.var)
+        hint; the obligation that uses the choice checks it. (Only one-axis boxes: a hint names one τ.)"""
+        if len(f.outer.vars) != 1:
+            return []
+        tau = self.reindex(f"{key}:tau", value, None, lane, f.outer.vars[0])
         if tau is None:
             return []
         self.accepted[f"{key}:tau"] = tau
-        at = (f.outer.var, tau)
+        at = (f.outer.vars[0], tau)
         lane_at, lo, hi = (z3.substitute(t, at) for t in (lane, f.lo, f.hi))
         if not _free_var(lane_at, f.var):
-            return [z3.And(f.outer.contains(tau), z3.ULT(lo, hi), value == lane_at)]
+            return [z3.And(f.outer.contains([tau]), z3.ULT(lo, hi), value == lane_at)]
         j = self.reindex(f"{key}:j", value, None, lane_at, f.var)
         if j is None:
             return []
         self.accepted[f"{key}:j"] = j
-        return [z3.And(f.outer.contains(tau), z3.ULE(lo, j), z3.ULT(j, hi),
+        return [z3.And(f.outer.contains([tau]), z3.ULE(lo, j), z3.ULT(j, hi),
                        value == z3.substitute(lane_at, (f.var, j)))]
 
 
@@ -420,27 +424,27 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
     for (f, _, _), phi in zip(lanes, phis, strict=True):
         bounds = _concrete_bounds(matcher, f)
         form = _affine(phi, f.var)
-        slope = _affine(phi, f.outer.var) if f.outer else (phi, 0)
-        if bounds is None or form is None or slope is None:
+        axes = f.outer.vars if f.outer else ()
+        slopes = [_affine(phi, u) for u in axes]
+        if bounds is None or form is None or None in slopes:
             return None
-        (lo, hi), stride, slope = bounds, form[1], slope[1]
+        (lo, hi), stride, slopes = bounds, form[1], [slope[1] for slope in slopes]
         if hi <= lo:
             continue  # an empty term contributes nothing
-        first = [(f.var, z3.BitVecVal(lo, 64))] + ([(f.outer.var, z3.BitVecVal(f.outer.first, 64))] if f.outer else [])
+        first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
         start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
         if start is None:
             return None
-        image = start + stride * (f.var - lo)
-        if f.outer:
-            image = image + slope * (f.outer.var - f.outer.first)
-        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo})" +
-                               (f" + {slope}·(τ - {f.outer.first})" if f.outer else ""),
+        image = start + stride * (f.var - lo) + sum((d * u for d, u in zip(slopes, axes, strict=True)),
+                                                    z3.BitVecVal(0, 64))
+        moves = "".join(f" + {d}·τ{k}" for k, d in enumerate(slopes))
+        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo}){moves}",
                                z3.And(_in(f, f.var), phi != image)):
             return None
-        # one progression over j per τ (the τ are a block's threads, never a tensor's elements)
-        step = f.outer.step if f.outer else 0
-        for u in range(f.count()):
-            progressions.append((start + slope * step * u, stride if hi - lo > 1 else 1, hi - lo))
+        # one progression over j per point τ (a block's threads and lanes, never a tensor's elements)
+        for point in (f.outer.points() if f.outer else [()]):
+            offset = sum(d * u for d, u in zip(slopes, point, strict=True))
+            progressions.append((start + offset, stride if hi - lo > 1 else 1, hi - lo))
     # the images were proved modulo 2^64 and the tiling below is integer arithmetic: no progression may wrap
     if any(not (0 <= a < 1 << 64 and 0 <= a + s * (n - 1) < 1 << 64) for a, s, n in progressions):
         return None
