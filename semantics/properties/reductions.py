@@ -251,16 +251,26 @@ class Matcher:
         multiset for sums: a surjective map between equal-sized finite sets is a bijection)."""
         h = ref.lanes[0]
         lanes = [(f, i, lane) for f in families for i, lane in enumerate(f.lanes)]
-        phis = [self.reindex(f"{key}:phi{n}", lane, f.var, h, ref.var) for n, (f, _, lane) in enumerate(lanes)]
+        hinted = [self.reindex(f"{key}:phi{n}", lane, f.var, h, ref.var) for n, (f, _, lane) in enumerate(lanes)]
         psis = [self.reindex(f"{key}:psi{n}", h, ref.var, lane, f.var) for n, (f, _, lane) in enumerate(lanes)]
-        if None in phis:
+        if None in hinted:
             return False
-        for n, ((f, _, lane), phi) in enumerate(zip(lanes, phis, strict=True)):
+        phis = []
+        for n, ((f, _, lane), hint) in enumerate(zip(lanes, hinted, strict=True)):
             # (for max/min an element may also be the reference's initial value)
             is_init = lane == ref.init if ref.init is not None and ref.kind != "sum" else z3.BoolVal(False)
-            if not self._proved(f"term {n} of a kernel reduction equals the reference's element",
-                                z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, phi)), z3.Not(is_init))):
+            # the hint as the progression it seems to be first: an element of the reference at an affine index
+            # is far easier for the solver than at the hint's index expression (which it must relate to the
+            # kernel's own); the hint itself when that fails
+            candidates = [c for c in (self._progression(f, hint), hint) if c is not None]
+            phi = next((c for n_c, c in enumerate(candidates)
+                        if not any(z3.eq(c, d) for d in candidates[:n_c]) and
+                        self._proved(f"term {n} of a kernel reduction equals the reference's element",
+                                     z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, c)), z3.Not(is_init)))),
+                       None)
+            if phi is None:
                 return False
+            phis.append(phi)
             if not self._proved(f"term {n} of a kernel reduction stays in the reference's range",
                                 z3.And(_in(f, f.var), z3.Not(_in(ref, phi)), z3.Not(is_init))):
                 return False
@@ -320,6 +330,19 @@ class Matcher:
             if not self._proved(f"no element of the reference precedes term {n}'s class", small):
                 return False
         return True
+
+    def _progression(self, f: Family, phi: z3.BitVecRef) -> z3.BitVecRef | None:
+        """φ as the arithmetic progression start + stride·(j - lo) + Σ slopeₖ·τₖ it seems to be, its numbers
+        read off one model of the hypothesis (a guess: the obligations that use it decide), or None."""
+        form = _affine(phi, f.var)
+        axes = f.outer.vars if f.outer else ()
+        slopes = [_affine(phi, u) for u in axes]
+        lo = self._constant_under_hypothesis(f.lo)
+        if form is None or None in slopes or lo is None:
+            return None
+        first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
+        start = self._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
+        return None if start is None else _image(f, start, form[1], lo, [slope[1] for slope in slopes])
 
     @cached_property
     def _hypothesis_model(self) -> z3.ModelRef | None:
@@ -435,8 +458,7 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
         start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
         if start is None:
             return None
-        image = start + stride * (f.var - lo) + sum((d * u for d, u in zip(slopes, axes, strict=True)),
-                                                    z3.BitVecVal(0, 64))
+        image = _image(f, start, stride, lo, slopes)
         moves = "".join(f" + {d}·τ{k}" for k, d in enumerate(slopes))
         if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo}){moves}",
                                z3.And(_in(f, f.var), phi != image)):
@@ -449,6 +471,13 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
     if any(not (0 <= a < 1 << 64 and 0 <= a + s * (n - 1) < 1 << 64) for a, s, n in progressions):
         return None
     return _tiles(progressions, ref_bounds, exact)
+
+
+def _image(f: Family, start: int, stride: int, lo: int, slopes: list[int]) -> z3.BitVecRef:
+    """start + stride·(j - lo) + Σ slopeₖ·τₖ over the family's variables (modulo 2^64)."""
+    axes = f.outer.vars if f.outer else ()
+    return start + stride * (f.var - lo) + sum((d * u for d, u in zip(slopes, axes, strict=True)),
+                                               z3.BitVecVal(0, 64))
 
 
 def _concrete_bounds(matcher: Matcher, family: Family) -> tuple[int, int] | None:
