@@ -222,3 +222,61 @@ def test_a_sum_is_not_matched_by_values_that_the_reference_repeats():
 
     k2, r2 = Matcher(HYP, lying, Z3Checker(), 30.0, lambda *_: None, {}, "t").rewrite(kernel, reference)
     assert k2.decl() == SUM and r2.decl() == SUM
+
+
+# A Triton tl.sum over a block: thread t of T holds R register lanes, lane r reading column t + T·r of each
+# chunk of T·R columns. As after pinning the storing thread, each (t, r) is a concrete term; the register's
+# offset stays outside the 32-bit index arithmetic (sign-extended) and the thread's inside, as Triton emits
+# them, so no single constant names the lane: the terms fold over the box (thread, register).
+CHUNKS = 6
+
+
+def _lane_sum(t: int, r: int, threads: int, registers: int, scale: int = 1) -> z3.ArithRef:
+    j = z3.BitVec("j", 64)
+    inner = z3.SignExt(32, t + threads * registers * z3.Extract(31, 0, j))
+    return z3.simplify(sum_over(0, CHUNKS, j, scale * A(ROW * 4096 + threads * r + inner)), elim_sign_ext=False)
+
+
+def _block_sum(threads: int, registers: int, lanes=None) -> z3.ArithRef:
+    lanes = lanes or {}
+    return z3.Sum([lanes.get((t, r), _lane_sum(t, r, threads, registers))
+                   for t in range(threads) for r in range(registers)])
+
+
+def _chunked_row_sum(threads: int, registers: int) -> z3.ArithRef:
+    m = z3.BitVec("m", 64)
+    return sum_over(0, CHUNKS * threads * registers, m, A(ROW * 4096 + m))
+
+
+def test_fold_finds_a_box_of_threads_by_registers():
+    from semantics.properties.fold import fold
+
+    terms = [_lane_sum(t, r, 32, 4) for t in range(32) for r in range(4)]
+    folds, alone = fold(terms, "b")
+    # thread 0 and register 0 each lose a constant (0 + x is x): their terms have other shapes
+    assert sorted(f.outer.counts for f in folds) == [(3,), (31,), (31, 3)] and len(alone) == 1
+    assert all(f.fills_box() and f.syntactic() for f in folds)
+    assert all(z3.Solver().check(f.equalities()) == z3.unsat for f in folds)
+
+
+def test_block_sum_obligations_do_not_grow_with_the_block():
+    counts = []
+    for threads, registers in ((32, 4), (128, 8)):
+        log = []
+        kernel, reference = matcher(log).rewrite(_block_sum(threads, registers), _chunked_row_sum(threads, registers))
+        assert z3.eq(kernel, reference) and str(kernel).startswith("reduction!")
+        counts.append(len(log))
+    assert counts[0] == counts[1] < 30   # lane by lane, 128 × 8 lanes would be thousands
+
+
+def test_block_sum_with_one_wrong_lane_is_not_matched():
+    wrong = {(5, 2): _lane_sum(5, 2, 32, 4, scale=2)}   # one register of one thread doubled
+    kernel, _ = matcher().rewrite(_block_sum(32, 4, wrong), _chunked_row_sum(32, 4))
+    assert not str(kernel).startswith("reduction!")
+
+
+def test_block_sum_with_a_lane_read_twice_is_not_matched():
+    # thread 5's register 2 reads thread 6's column: same shape, a constant off the box's progression
+    twice = {(5, 2): _lane_sum(6, 2, 32, 4)}
+    kernel, _ = matcher().rewrite(_block_sum(32, 4, twice), _chunked_row_sum(32, 4))
+    assert not str(kernel).startswith("reduction!")
