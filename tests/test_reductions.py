@@ -130,10 +130,9 @@ def test_fold_groups_leaves_at_consecutive_indices():
     from semantics.properties.fold import fold
 
     folds, alone = fold([_leaf_sum(t) for t in range(THREADS)], "t")
-    assert len(folds) == 1 and folds[0].syntactic()
-    outer = folds[0].outer
-    assert (outer.first, outer.step, outer.count) == (1, 1, THREADS - 1)   # thread 0's leaf simplifies apart
-    assert len(alone) == 1
+    assert len(folds) == 1 and folds[0].syntactic() and folds[0].fills_box()
+    assert folds[0].outer.counts == (THREADS - 1,)   # thread 0's leaf simplifies apart
+    assert len(alone) == 1 and z3.eq(_first_read(alone[0]), _first_read(_leaf_sum(0)))
     assert z3.Solver().check(folds[0].equalities()) == z3.unsat
 
 
@@ -143,7 +142,15 @@ def test_fold_splits_where_a_constant_stops_moving_affinely():
     j = z3.BitVec("j", 64)
     leaves = [z3.simplify(sum_over(0, 3 if t < 20 else 2, j, A(ROW * N + t + THREADS * j))) for t in range(1, 32)]
     folds, alone = fold(leaves, "t")
-    assert sorted((f.outer.first, f.outer.count) for f in folds) == [(1, 19), (20, 12)] and not alone
+    assert sorted(f.outer.counts for f in folds) == [(12,), (19,)] and not alone
+    long_run = next(f for f in folds if f.outer.counts == (19,))
+    assert {_first_read(m).get_id() for m in long_run.members} == \
+        {_first_read(leaves[t - 1]).get_id() for t in range(1, 20)}
+
+
+def _first_read(comprehension: z3.ExprRef) -> z3.ExprRef:
+    """A Sum's element at its first index (the same whatever its bound variable is called)."""
+    return z3.simplify(z3.substitute_vars(comprehension.arg(2).body(), comprehension.arg(0)))
 
 
 def test_block_tree_sum_matches_in_a_handful_of_obligations():
@@ -215,3 +222,61 @@ def test_a_sum_is_not_matched_by_values_that_the_reference_repeats():
 
     k2, r2 = Matcher(HYP, lying, Z3Checker(), 30.0, lambda *_: None, {}, "t").rewrite(kernel, reference)
     assert k2.decl() == SUM and r2.decl() == SUM
+
+
+# A Triton tl.sum over a block: thread t of T holds R register lanes, lane r reading column t + T·r of each
+# chunk of T·R columns. As after pinning the storing thread, each (t, r) is a concrete term; the register's
+# offset stays outside the 32-bit index arithmetic (sign-extended) and the thread's inside, as Triton emits
+# them, so no single constant names the lane: the terms fold over the box (thread, register).
+CHUNKS = 6
+
+
+def _lane_sum(t: int, r: int, threads: int, registers: int, scale: int = 1) -> z3.ArithRef:
+    j = z3.BitVec("j", 64)
+    inner = z3.SignExt(32, t + threads * registers * z3.Extract(31, 0, j))
+    return z3.simplify(sum_over(0, CHUNKS, j, scale * A(ROW * 4096 + threads * r + inner)), elim_sign_ext=False)
+
+
+def _block_sum(threads: int, registers: int, lanes=None) -> z3.ArithRef:
+    lanes = lanes or {}
+    return z3.Sum([lanes.get((t, r), _lane_sum(t, r, threads, registers))
+                   for t in range(threads) for r in range(registers)])
+
+
+def _chunked_row_sum(threads: int, registers: int) -> z3.ArithRef:
+    m = z3.BitVec("m", 64)
+    return sum_over(0, CHUNKS * threads * registers, m, A(ROW * 4096 + m))
+
+
+def test_fold_finds_a_box_of_threads_by_registers():
+    from semantics.properties.fold import fold
+
+    terms = [_lane_sum(t, r, 32, 4) for t in range(32) for r in range(4)]
+    folds, alone = fold(terms, "b")
+    # thread 0 and register 0 each lose a constant (0 + x is x): their terms have other shapes
+    assert sorted(f.outer.counts for f in folds) == [(3,), (31,), (31, 3)] and len(alone) == 1
+    assert all(f.fills_box() and f.syntactic() for f in folds)
+    assert all(z3.Solver().check(f.equalities()) == z3.unsat for f in folds)
+
+
+def test_block_sum_obligations_do_not_grow_with_the_block():
+    counts = []
+    for threads, registers in ((32, 4), (128, 8)):
+        log = []
+        kernel, reference = matcher(log).rewrite(_block_sum(threads, registers), _chunked_row_sum(threads, registers))
+        assert z3.eq(kernel, reference) and str(kernel).startswith("reduction!")
+        counts.append(len(log))
+    assert counts[0] == counts[1] < 30   # lane by lane, 128 × 8 lanes would be thousands
+
+
+def test_block_sum_with_one_wrong_lane_is_not_matched():
+    wrong = {(5, 2): _lane_sum(5, 2, 32, 4, scale=2)}   # one register of one thread doubled
+    kernel, _ = matcher().rewrite(_block_sum(32, 4, wrong), _chunked_row_sum(32, 4))
+    assert not str(kernel).startswith("reduction!")
+
+
+def test_block_sum_with_a_lane_read_twice_is_not_matched():
+    # thread 5's register 2 reads thread 6's column: same shape, a constant off the box's progression
+    twice = {(5, 2): _lane_sum(6, 2, 32, 4)}
+    kernel, _ = matcher().rewrite(_block_sum(32, 4, twice), _chunked_row_sum(32, 4))
+    assert not str(kernel).startswith("reduction!")

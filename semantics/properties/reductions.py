@@ -31,7 +31,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
 from semantics.properties.common import model_of
-from semantics.properties.fold import Fold, Outer, fold
+from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
 from semantics.terms import applications, constants, mentions, reaching
 
@@ -50,7 +50,7 @@ class Family:
     outer: Outer | None = None
 
     def count(self) -> int:
-        """How many copies of [lo, hi) the family has (one per τ)."""
+        """How many copies of [lo, hi) the family has (one per point τ of its box)."""
         return self.outer.count if self.outer else 1
 
 
@@ -97,7 +97,7 @@ def innermost(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 def _in(family: Family, j: z3.BitVecRef) -> z3.BoolRef:
     inside = z3.And(z3.ULE(family.lo, j), z3.ULT(j, family.hi))
-    return z3.And(family.outer.contains(family.outer.var), inside) if family.outer else inside
+    return z3.And(family.outer.contains(family.outer.vars), inside) if family.outer else inside
 
 
 def _affine(term: z3.BitVecRef, var: z3.BitVecRef) -> tuple[z3.BitVecRef, int] | None:
@@ -219,7 +219,8 @@ class Matcher:
         if self.attempts > MAX_ATTEMPTS:
             return False
         ref = open_family(cr, "m!", split=False)
-        folds, alone = self._folds(kernel_terms)
+        # a max/min's initial value is found in a folded family by a hint for τ, which one axis allows
+        folds, alone = self._folds(kernel_terms, MAX_AXES if ref.kind == "sum" else 1)
         for split in (True, False):
             families = [_family(ck, f"j{n}!", split) for n, ck in enumerate(alone)]
             families += [_family(f.template, f"j{len(alone) + n}!", split, f.outer) for n, f in enumerate(folds)]
@@ -230,15 +231,16 @@ class Matcher:
                 return True
         return False
 
-    def _folds(self, kernel_terms: list[z3.ExprRef]) -> tuple[list[Fold], list[z3.ExprRef]]:
-        """Terms that are one template at consecutive indices (the leaves of a tree over threads), each group
-        proved to be exactly the template's instances; the rest stay terms of their own."""
-        folds, alone = fold(kernel_terms, f"{self.key}.fold{self.attempts}.")
+    def _folds(self, kernel_terms: list[z3.ExprRef], max_axes: int) -> tuple[list[Fold], list[z3.ExprRef]]:
+        """Terms that are one template at the points of a box (the leaves of a tree over threads, a block's
+        threads × register lanes), each group proved to be exactly the template's instances, one per point;
+        the rest stay terms of their own."""
+        folds, alone = fold(kernel_terms, f"{self.key}.fold{self.attempts}.", max_axes)
         proved = []
         for f in folds:
-            o = f.outer
-            if f.syntactic() and self._proved(f"{len(f.members)} kernel terms are one term at τ = {o.first} + "
-                                              f"{o.step}·u, u < {o.count}", f.equalities()):
+            if f.fills_box() and f.syntactic() and \
+                    self._proved(f"{len(f.members)} kernel terms are one term at τ ∈ {f.outer.describe()}",
+                                 f.equalities()):
                 proved.append(f)
             else:
                 alone.extend(f.members)
@@ -249,16 +251,26 @@ class Matcher:
         multiset for sums: a surjective map between equal-sized finite sets is a bijection)."""
         h = ref.lanes[0]
         lanes = [(f, i, lane) for f in families for i, lane in enumerate(f.lanes)]
-        phis = [self.reindex(f"{key}:phi{n}", lane, f.var, h, ref.var) for n, (f, _, lane) in enumerate(lanes)]
+        hinted = [self.reindex(f"{key}:phi{n}", lane, f.var, h, ref.var) for n, (f, _, lane) in enumerate(lanes)]
         psis = [self.reindex(f"{key}:psi{n}", h, ref.var, lane, f.var) for n, (f, _, lane) in enumerate(lanes)]
-        if None in phis:
+        if None in hinted:
             return False
-        for n, ((f, _, lane), phi) in enumerate(zip(lanes, phis, strict=True)):
+        phis = []
+        for n, ((f, _, lane), hint) in enumerate(zip(lanes, hinted, strict=True)):
             # (for max/min an element may also be the reference's initial value)
             is_init = lane == ref.init if ref.init is not None and ref.kind != "sum" else z3.BoolVal(False)
-            if not self._proved(f"term {n} of a kernel reduction equals the reference's element",
-                                z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, phi)), z3.Not(is_init))):
+            # the hint as the progression it seems to be first: an element of the reference at an affine index
+            # is far easier for the solver than at the hint's index expression (which it must relate to the
+            # kernel's own); the hint itself when that fails
+            candidates = [c for c in (self._progression(f, hint), hint) if c is not None]
+            phi = next((c for n_c, c in enumerate(candidates)
+                        if not any(z3.eq(c, d) for d in candidates[:n_c]) and
+                        self._proved(f"term {n} of a kernel reduction equals the reference's element",
+                                     z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, c)), z3.Not(is_init)))),
+                       None)
+            if phi is None:
                 return False
+            phis.append(phi)
             if not self._proved(f"term {n} of a kernel reduction stays in the reference's range",
                                 z3.And(_in(f, f.var), z3.Not(_in(ref, phi)), z3.Not(is_init))):
                 return False
@@ -319,6 +331,19 @@ class Matcher:
                 return False
         return True
 
+    def _progression(self, f: Family, phi: z3.BitVecRef) -> z3.BitVecRef | None:
+        """φ as the arithmetic progression start + stride·(j - lo) + Σ slopeₖ·τₖ it seems to be, its numbers
+        read off one model of the hypothesis (a guess: the obligations that use it decide), or None."""
+        form = _affine(phi, f.var)
+        axes = f.outer.vars if f.outer else ()
+        slopes = [_affine(phi, u) for u in axes]
+        lo = self._constant_under_hypothesis(f.lo)
+        if form is None or None in slopes or lo is None:
+            return None
+        first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
+        start = self._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
+        return None if start is None else _image(f, start, form[1], lo, [slope[1] for slope in slopes])
+
     @cached_property
     def _hypothesis_model(self) -> z3.ModelRef | None:
         return model_of(self.hyp)
@@ -364,20 +389,22 @@ class Matcher:
 
     def _folded_element(self, f: Family, lane: z3.ArithRef, value: z3.ArithRef, key: str) -> list[z3.BoolRef]:
         """How `value` can be an element of a folded family: at a τ (and a j) proposed by the reindexing
-        hint; the obligation that uses the choice checks it."""
-        tau = self.reindex(f"{key}:tau", value, None, lane, f.outer.var)
+        hint; the obligation that uses the choice checks it. (Only one-axis boxes: a hint names one τ.)"""
+        if len(f.outer.vars) != 1:
+            return []
+        tau = self.reindex(f"{key}:tau", value, None, lane, f.outer.vars[0])
         if tau is None:
             return []
         self.accepted[f"{key}:tau"] = tau
-        at = (f.outer.var, tau)
+        at = (f.outer.vars[0], tau)
         lane_at, lo, hi = (z3.substitute(t, at) for t in (lane, f.lo, f.hi))
         if not _free_var(lane_at, f.var):
-            return [z3.And(f.outer.contains(tau), z3.ULT(lo, hi), value == lane_at)]
+            return [z3.And(f.outer.contains([tau]), z3.ULT(lo, hi), value == lane_at)]
         j = self.reindex(f"{key}:j", value, None, lane_at, f.var)
         if j is None:
             return []
         self.accepted[f"{key}:j"] = j
-        return [z3.And(f.outer.contains(tau), z3.ULE(lo, j), z3.ULT(j, hi),
+        return [z3.And(f.outer.contains([tau]), z3.ULE(lo, j), z3.ULT(j, hi),
                        value == z3.substitute(lane_at, (f.var, j)))]
 
 
@@ -420,31 +447,37 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
     for (f, _, _), phi in zip(lanes, phis, strict=True):
         bounds = _concrete_bounds(matcher, f)
         form = _affine(phi, f.var)
-        slope = _affine(phi, f.outer.var) if f.outer else (phi, 0)
-        if bounds is None or form is None or slope is None:
+        axes = f.outer.vars if f.outer else ()
+        slopes = [_affine(phi, u) for u in axes]
+        if bounds is None or form is None or None in slopes:
             return None
-        (lo, hi), stride, slope = bounds, form[1], slope[1]
+        (lo, hi), stride, slopes = bounds, form[1], [slope[1] for slope in slopes]
         if hi <= lo:
             continue  # an empty term contributes nothing
-        first = [(f.var, z3.BitVecVal(lo, 64))] + ([(f.outer.var, z3.BitVecVal(f.outer.first, 64))] if f.outer else [])
+        first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
         start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
         if start is None:
             return None
-        image = start + stride * (f.var - lo)
-        if f.outer:
-            image = image + slope * (f.outer.var - f.outer.first)
-        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo})" +
-                               (f" + {slope}·(τ - {f.outer.first})" if f.outer else ""),
+        image = _image(f, start, stride, lo, slopes)
+        moves = "".join(f" + {d}·τ{k}" for k, d in enumerate(slopes))
+        if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo}){moves}",
                                z3.And(_in(f, f.var), phi != image)):
             return None
-        # one progression over j per τ (the τ are a block's threads, never a tensor's elements)
-        step = f.outer.step if f.outer else 0
-        for u in range(f.count()):
-            progressions.append((start + slope * step * u, stride if hi - lo > 1 else 1, hi - lo))
+        # one progression over j per point τ (a block's threads and lanes, never a tensor's elements)
+        for point in (f.outer.points() if f.outer else [()]):
+            offset = sum(d * u for d, u in zip(slopes, point, strict=True))
+            progressions.append((start + offset, stride if hi - lo > 1 else 1, hi - lo))
     # the images were proved modulo 2^64 and the tiling below is integer arithmetic: no progression may wrap
     if any(not (0 <= a < 1 << 64 and 0 <= a + s * (n - 1) < 1 << 64) for a, s, n in progressions):
         return None
     return _tiles(progressions, ref_bounds, exact)
+
+
+def _image(f: Family, start: int, stride: int, lo: int, slopes: list[int]) -> z3.BitVecRef:
+    """start + stride·(j - lo) + Σ slopeₖ·τₖ over the family's variables (modulo 2^64)."""
+    axes = f.outer.vars if f.outer else ()
+    return start + stride * (f.var - lo) + sum((d * u for d, u in zip(slopes, axes, strict=True)),
+                                               z3.BitVecVal(0, 64))
 
 
 def _concrete_bounds(matcher: Matcher, family: Family) -> tuple[int, int] | None:
