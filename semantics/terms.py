@@ -31,6 +31,24 @@ def subterms(term: z3.ExprRef) -> Iterator[z3.ExprRef]:
             todo.extend(_unseen_children(t, seen))
 
 
+def larger_than(terms: list[z3.ExprRef], limit: int) -> bool:
+    """Whether `terms` together have more than `limit` distinct subterms; the walk stops there, so asking
+    costs at most `limit` visits however large the terms are."""
+    todo, seen = list(terms), set()
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if len(seen) > limit:
+            return True
+        if z3.is_quantifier(t):
+            todo.append(t.body())
+        else:
+            todo.extend(_unseen_children(t, seen))
+    return False
+
+
 def reaching(term: z3.ExprRef, pred: Callable[[z3.ExprRef], bool]) -> set[int]:
     """The ids of the subterms of `term` that satisfy `pred` or have a subterm that does: one pass over the
     DAG, where asking `any(pred(s) for s in subterms(t))` of every t would walk shared parts again and again."""

@@ -45,6 +45,7 @@ from semantics.ptx.bind import bind
 from semantics.ptx.machine import Buffer, Launch
 from semantics.ptx.neginf import mentions_neg_inf
 from semantics.ptx.symexec import execute
+from semantics.terms import larger_than
 
 
 @dataclass
@@ -107,6 +108,11 @@ class FiniteOnly:
         if mentions_neg_inf(obligation.formula):
             return Outcome(UNKNOWN_OUTCOME, self.name, 0.0, reason="-inf (a masked lane's padding) is not a real")
         return self.inner.check(obligation, timeout_s)
+
+
+# Every step of equivalence walks the stored values; past this many distinct subterms each walk takes minutes
+# and no comparison would finish, so the property is `unknown` at once (like MAX_PATHS in symexec).
+MAX_STORED_NODES = 1_000_000
 
 
 def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
@@ -257,6 +263,10 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     outputs = [a for a in stores if problem.buffers[a.buffer].role == "output"]
     summed = atomics.accumulated(outputs)
     stored = [a for a in outputs if a.buffer not in summed]
+    if larger_than([v for a in outputs for v in a.values], MAX_STORED_NODES):
+        return PropertyResult(UNKNOWN, [f"the stored values have more than {MAX_STORED_NODES} distinct subterms "
+                                        f"(values of every lane of a block, e.g. a reduction nested in the "
+                                        f"body of another across threads): too large to compare"])
     why = _opaque_reason(outputs, opaque)
     if why:
         return PropertyResult(UNKNOWN, [why])

@@ -8,18 +8,27 @@ numbers, so no rounding enters). Whatever has no rule must be refused, naming -i
 from __future__ import annotations
 
 import itertools
+import json
 import math
+import subprocess
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 import z3
 
+from lean_pool.checker import PROVED, UNKNOWN, Obligation, Outcome
 from semantics.errors import Unsupported
 from semantics.ptx import neginf
 from semantics.ptx.instructions import real_max, real_min
 from semantics.ptx.neginf import NEG_INF
+from semantics.replay import Evaluator, NotConcrete
+from semantics.terms import larger_than
+from semantics.verdict import FiniteOnly
 from tests.ptx_helpers import run_alu
 
+REPO = Path(__file__).resolve().parents[1]
 SAMPLES = [-2.5, -1.0, 0.0, 0.75, 3.0]
 c, v, a = z3.Bool("c"), z3.Real("v"), z3.Real("a")
 PADDED = z3.If(c, v, NEG_INF)
@@ -144,3 +153,131 @@ def test_padded_value_in_unruled_instruction_is_refused(ins):
 def test_positive_infinity_stays_unsupported():
     with pytest.raises(Unsupported, match="non-finite"):
         run_alu("add.f32 %f2, %f1, 0f7F800000;", {"%f1": z3.Real("x")})
+
+
+# ---------------------------------------------------------------- the wall in front of the solver
+
+
+class _Counting:
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def check(self, obligation, timeout_s):
+        self.asked += 1
+        return Outcome(PROVED, self.name, 0.0)
+
+
+def test_obligations_holding_the_marker_never_reach_a_solver():
+    inner = _Counting()
+    checker = FiniteOnly(inner)
+    x = z3.Real("x")
+    padded = checker.check(Obligation("o", "equivalence", z3.If(c, x, NEG_INF) > x), 1.0)
+    assert padded.status == UNKNOWN and "-inf" in padded.reason and inner.asked == 0
+    assert checker.check(Obligation("o", "equivalence", x > x), 1.0).status == PROVED and inner.asked == 1
+
+
+def test_replay_refuses_the_marker():
+    solver = z3.Solver()
+    solver.add(z3.Real("x") == 1)
+    assert solver.check() == z3.sat
+    with pytest.raises(NotConcrete, match="-inf"):
+        Evaluator(solver.model()).value(NEG_INF + z3.Real("x"))
+
+
+def test_larger_than_stops_at_its_limit():
+    x = z3.Real("x")
+    chain = x
+    for i in range(50):
+        chain = chain + i
+    assert larger_than([chain], 10)
+    assert not larger_than([chain, chain], 200)
+
+
+# ---------------------------------------------------------------- end to end, on a hand-written PTX kernel
+
+PTX = """.version 8.0
+.target sm_90
+.address_size 64
+
+.visible .entry k(.param .u64 k_param_0, .param .u64 k_param_1, .param .u32 k_param_2)
+{{
+	.reg .pred %p<3>;
+	.reg .b32 %r<6>;
+	.reg .f32 %f<4>;
+	.reg .b64 %rd<8>;
+	ld.param.u64 %rd1, [k_param_0];
+	ld.param.u64 %rd2, [k_param_1];
+	ld.param.u32 %r2, [k_param_2];
+	mov.u32 %r3, %ctaid.x;
+	mov.u32 %r4, %ntid.x;
+	mov.u32 %r5, %tid.x;
+	mad.lo.s32 %r1, %r3, %r4, %r5;
+	setp.lt.s32 %p1, %r1, %r2;
+	setp.lt.s32 %p2, %r1, {load_bound};
+	mul.wide.s32 %rd5, %r1, 4;
+	add.s64 %rd6, %rd1, %rd5;
+	add.s64 %rd7, %rd2, %rd5;
+	mov.f32 %f1, 0fFF800000;
+	@%p2 ld.global.f32 %f1, [%rd6];
+	{compute}
+	@%p1 st.global.f32 [%rd7], %f2;
+	ret;
+}}
+"""
+
+PTX_MANIFEST = """name = "{name}"
+[kernel]
+source = "kernel.ptx"
+entry = "k"
+[launch]
+grid = [5, 1, 1]
+block = [256, 1, 1]
+args = ["x", "y", 1000]
+[reference]
+source = "ref.py"
+inputs = ["x"]
+outputs = ["y"]
+"""
+
+PTX_REF = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+
+
+def get_inputs():
+    return [torch.randn(1000)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _verify_ptx(directory, name: str, load_bound: str, compute: str) -> dict:
+    directory.mkdir()
+    (directory / "kernel.ptx").write_text(PTX.format(load_bound=load_bound, compute=compute))
+    (directory / "ref.py").write_text(PTX_REF)
+    (directory / "lark.toml").write_text(PTX_MANIFEST.format(name=name))
+    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
+                           str(directory / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    return json.loads(proc.stdout)
+
+
+def test_padded_lane_through_max_verifies(tmp_path):
+    """relu as max(x, 0) over a load padded with -inf past the tensor: the padding drops out of the max and the
+    masked-off store stores nothing."""
+    result = _verify_ptx(tmp_path / "pad", "pad", "%r2", "max.f32 %f2, %f1, 0f00000000;")
+    assert result["verdict"] == "verified", json.dumps(result, indent=2)
+
+
+def test_store_of_a_lane_that_may_be_padded_stays_unknown(tmp_path):
+    """The load's mask is one short of the store's: the last element would be stored as -inf."""
+    result = _verify_ptx(tmp_path / "short", "short", "999", "mov.f32 %f2, %f1;")
+    assert result["verdict"] == "unknown" and "-inf" in result["reason"], json.dumps(result, indent=2)
