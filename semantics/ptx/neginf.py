@@ -93,6 +93,10 @@ def split(term: z3.ExprRef, what: str, marks: Marks = _MARKS) -> tuple[z3.BoolRe
         if not marks(cond):
             ca, va = split(a, what, marks)
             cb, vb = split(b, what, marks)
+            if z3.is_false(cb):     # If(cond, If(ca, va, -inf), -inf): a masked load's register
+                return _simple(z3.And(cond, ca)), va
+            if z3.is_false(ca):
+                return _simple(z3.And(z3.Not(cond), cb)), vb
             return _simple(z3.If(cond, ca, cb)), z3.If(cond, va, vb)
     raise Unsupported(f"-inf (a masked lane's padding) reaches {what}")
 
