@@ -5,7 +5,8 @@ import triton.language as tl
 @triton.jit
 def softmax_kernel(x_ptr, y_ptr, n_cols, BLOCK: tl.constexpr):
     # Bug: `<=` lets column n_cols through the mask: it is loaded instead of padded with -inf (the next
-    # row's first element, and past the tensor on the last row) and stored past the row.
+    # row's first element, and past the tensor on the last row) and stored past the row, where the next
+    # program stores its first column (a race).
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols <= n_cols
