@@ -247,7 +247,7 @@ import torch.nn as nn
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.relu(x)
+        return {expr}
 
 
 def get_inputs():
@@ -259,10 +259,10 @@ def get_init_inputs():
 """
 
 
-def _verify_ptx(directory, name: str, load_bound: str, compute: str) -> dict:
+def _verify_ptx(directory, name: str, load_bound: str, compute: str, expr: str = "torch.relu(x)") -> dict:
     directory.mkdir()
     (directory / "kernel.ptx").write_text(PTX.format(load_bound=load_bound, compute=compute))
-    (directory / "ref.py").write_text(PTX_REF)
+    (directory / "ref.py").write_text(PTX_REF.format(expr=expr))
     (directory / "lark.toml").write_text(PTX_MANIFEST.format(name=name))
     proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
                            str(directory / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True,
@@ -274,6 +274,12 @@ def test_padded_lane_through_max_verifies(tmp_path):
     """relu as max(x, 0) over a load padded with -inf past the tensor: the padding drops out of the max and the
     masked-off store stores nothing."""
     result = _verify_ptx(tmp_path / "pad", "pad", "%r2", "max.f32 %f2, %f1, 0f00000000;")
+    assert result["verdict"] == "verified", json.dumps(result, indent=2)
+
+
+def test_masked_store_of_a_padded_register_stores_the_loaded_value(tmp_path):
+    """The store's own predicate is the load's mask: where it stores, the register holds x, never -inf."""
+    result = _verify_ptx(tmp_path / "copy", "copy", "%r2", "mov.f32 %f2, %f1;", "x * 2.0 - x")
     assert result["verdict"] == "verified", json.dumps(result, indent=2)
 
 
