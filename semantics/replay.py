@@ -17,6 +17,7 @@ import z3
 from semantics import sparse
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.ptx.neginf import NEG_INF
 from semantics.terms import subterms
 
 mpmath.mp.dps = 50
@@ -186,6 +187,8 @@ class Evaluator:
     def _uninterpreted(self, term: z3.ExprRef) -> object:
         name = term.decl().name()
         if term.num_args() == 0:
+            if term.eq(NEG_INF):
+                raise NotConcrete("-inf (a masked lane's padding) is not a real")
             if name in EXACT_CONSTANTS:
                 return EXACT_CONSTANTS[name]()
             v = self.model.eval(term, model_completion=True)

@@ -20,12 +20,13 @@ def subterms(term: z3.ExprRef) -> Iterator[z3.ExprRef]:
         yield _to_expr_ref(ast, ctx)
 
 
-def _nodes(term: z3.ExprRef) -> Iterator[tuple[int, object]]:
-    """(id, raw AST) of every distinct subterm, the order of `subterms`. The walk speaks to z3's C API
-    directly and wraps nothing: on terms of 10⁵–10⁶ shared nodes, creating a Python object per child visit
-    (what `children()` does) was most of the time of a walk. The raw ASTs live as long as `term` does."""
+def _nodes(term: z3.ExprRef, *more: z3.ExprRef) -> Iterator[tuple[int, object]]:
+    """(id, raw AST) of every distinct subterm of `term` (and of `more`), the order of `subterms`. The walk
+    speaks to z3's C API directly and wraps nothing: on terms of 10⁵–10⁶ shared nodes, creating a Python
+    object per child visit (what `children()` does) was most of the time of a walk. The raw ASTs live as
+    long as the terms do."""
     ref = term.ctx_ref()
-    todo, seen = [(term.get_id(), term.as_ast())], set()
+    todo, seen = [(t.get_id(), t.as_ast()) for t in reversed((term, *more))], set()
     while todo:
         i, ast = todo.pop()
         if i in seen:
@@ -59,6 +60,12 @@ def raw_arguments(ref, ast) -> list[tuple[int, object]]:
 
 def wrap(ast: object, ctx: z3.Context) -> z3.ExprRef:
     return _to_expr_ref(ast, ctx)
+
+
+def larger_than(terms: list[z3.ExprRef], limit: int) -> bool:
+    """Whether `terms` together have more than `limit` distinct subterms; the walk stops there, so asking
+    costs at most `limit` visits however large the terms are."""
+    return bool(terms) and any(n > limit for n, _ in enumerate(_nodes(*terms), start=1))
 
 
 def applications(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list[z3.ExprRef]:

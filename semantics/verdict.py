@@ -14,6 +14,7 @@ from pathlib import Path
 
 import z3
 
+from lean_pool.checker import UNKNOWN as UNKNOWN_OUTCOME
 from lean_pool.checker import Checker, Obligation, Outcome
 from semantics.errors import Unsupported
 from semantics.properties import (
@@ -42,7 +43,9 @@ from semantics.properties.common import (
 from semantics.ptx.ast import Kernel
 from semantics.ptx.bind import bind
 from semantics.ptx.machine import Buffer, Launch
+from semantics.ptx.neginf import mentions_neg_inf
 from semantics.ptx.symexec import execute
+from semantics.terms import larger_than
 
 
 @dataclass
@@ -92,6 +95,26 @@ class Problem:
     language: str = "ptx"                                # cuda | triton | ptx: how witnesses name blocks
 
 
+class FiniteOnly:
+    """A checker that never hands a solver an obligation holding the -inf padding marker: the marker is not a
+    real, so a proof or a model that treats it as one means nothing (`semantics.ptx.neginf` keeps it in
+    registers; this is the wall behind that)."""
+
+    def __init__(self, inner: Checker):
+        self.inner = inner
+        self.name = inner.name
+
+    def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        if mentions_neg_inf(obligation.formula):
+            return Outcome(UNKNOWN_OUTCOME, self.name, 0.0, reason="-inf (a masked lane's padding) is not a real")
+        return self.inner.check(obligation, timeout_s)
+
+
+# Every step of equivalence walks the stored values; past this many distinct subterms each walk takes minutes
+# and no comparison would finish, so the property is `unknown` at once (like MAX_PATHS in symexec).
+MAX_STORED_NODES = 1_000_000
+
+
 def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
     states = {p: r.state for p, r in results.items()}
     if VIOLATED in states.values():
@@ -105,6 +128,7 @@ def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
 def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: float = 600.0,
            progress: Callable[[str], None] | None = None) -> Report:
     start = time.monotonic()
+    checker = FiniteOnly(checker)
     log: list[tuple[Obligation, Outcome]] = []
     hints: dict[str, object] = {}
 
@@ -239,6 +263,10 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     outputs = [a for a in stores if problem.buffers[a.buffer].role == "output"]
     summed = atomics.accumulated(outputs)
     stored = [a for a in outputs if a.buffer not in summed]
+    if larger_than([v for a in outputs for v in a.values], MAX_STORED_NODES):
+        return PropertyResult(UNKNOWN, [f"the stored values have more than {MAX_STORED_NODES} distinct subterms "
+                                        f"(values of every lane of a block, e.g. a reduction nested in the "
+                                        f"body of another across threads): too large to compare"])
     why = _opaque_reason(outputs, opaque)
     if why:
         return PropertyResult(UNKNOWN, [why])

@@ -8,6 +8,7 @@ from fractions import Fraction
 import z3
 
 from semantics.errors import Unsupported
+from semantics.ptx.neginf import NEG_INF, NEG_INF_BITS
 
 _FORMATS = {16: ("<H", "<e"), 32: ("<I", "<f"), 64: ("<Q", "<d")}
 
@@ -24,6 +25,10 @@ def float_of_bits(bits: int, width: int) -> Fraction:
 
 
 def real_of_bits(bits: int, width: int) -> z3.ArithRef:
+    """The real an IEEE bit pattern denotes; -inf becomes the padding marker of `semantics.ptx.neginf` (never
+    a real: only that module's rules may compute with it); +inf and NaN stay unsupported."""
+    if NEG_INF_BITS.get(width) == bits:
+        return NEG_INF
     return z3.RealVal(float_of_bits(bits, width))
 
 

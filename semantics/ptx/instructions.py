@@ -18,6 +18,7 @@ import z3
 
 from semantics.axioms import ideal
 from semantics.errors import Unsupported
+from semantics.ptx import neginf
 from semantics.ptx.ast import Instr
 from semantics.ptx.floats import f32
 from semantics.ptx.machine import Pointer
@@ -175,7 +176,14 @@ def _binary(ex: ThreadState, ins: Instr) -> None:
         if ins.opcode not in FLOAT_BINARY:
             raise Unsupported(f"`{ins.opcode}` on floats", f"line {ins.line}")
         _approx_axiom(ins, ex, "div.approx" if ins.opcode == "div" else None)
-        result = FLOAT_BINARY[ins.opcode](ex.read(a_op, ty), ex.read(b_op, ty))
+        a, b = ex.read_padded(a_op, ty), ex.read_padded(b_op, ty)
+        if ex.ctx.marks(a) or ex.ctx.marks(b):
+            if {".sat", ".relu"} & set(ins.mods):
+                raise Unsupported(f"-inf (a masked lane's padding) reaches `{ins.opcode}{''.join(ins.mods)}`",
+                                  f"line {ins.line}")
+            result = neginf.binary(ins.opcode, a, b, FLOAT_BINARY[ins.opcode], f"line {ins.line}", ex.ctx.marks)
+        else:
+            result = FLOAT_BINARY[ins.opcode](a, b)
         ex.write(dst, _saturate(result, ins))
         return
     if ins.opcode == "mul":
@@ -241,7 +249,14 @@ def _unary(ex: ThreadState, ins: Instr) -> None:
             raise Unsupported(f"`{ins.opcode}` on floats", f"line {ins.line}")
         axiom, meaning = FLOAT_UNARY[ins.opcode]
         _approx_axiom(ins, ex, axiom)
-        ex.write(dst, _saturate(meaning(ex.read(a_op, ty), ex), ins))
+        a = ex.read_padded(a_op, ty)
+        if ex.ctx.marks(a):
+            if {".sat", ".relu"} & set(ins.mods):
+                raise Unsupported(f"-inf (a masked lane's padding) reaches `{ins.opcode}{''.join(ins.mods)}`",
+                                  f"line {ins.line}")
+            ex.write(dst, neginf.unary(ins.opcode, a, lambda v: meaning(v, ex), f"line {ins.line}", ex.ctx.marks))
+            return
+        ex.write(dst, _saturate(meaning(a, ex), ins))
         return
     if ins.opcode not in INT_UNARY:
         raise Unsupported(f"`{ins.opcode}` on integers", f"line {ins.line}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import z3
 
 from semantics.errors import Unsupported
+from semantics.ptx import neginf
 from semantics.ptx.ast import Instr, Reg, Sym, Vec
 from semantics.ptx.machine import simplify
 from semantics.ptx.state import Access, LoopRead, SharedRead, ThreadState, address_of, coerce
@@ -66,7 +67,18 @@ def store(state: ThreadState, ins: Instr) -> None:
         values = tuple(_stored_value(state, s, ty, buffer.is_float) for s in _elements(src))
     if len(values) != n:
         raise Unsupported(f"vector store of {len(values)} values with `.v{n}`", f"line {ins.line}")
+    values = tuple(_finite(state, v, ins) for v in values)
     _access(state, ins, "store", ptr, n, ty.bytes, values)
+
+
+def _finite(state: ThreadState, value, ins: Instr):
+    """A stored value, with a masked lane's -inf padding dropped where the store's own condition proves the
+    lane unmasked (a masked-off store stores nothing); a store that may store -inf is refused."""
+    if not isinstance(value, z3.ExprRef) or not z3.is_real(value):
+        return value
+    value = neginf.settle(state, value, state.condition(), f"the store at line {ins.line}")
+    neginf.refuse_stored(state, value, f"line {ins.line}")
+    return value
 
 
 def cvta(state: ThreadState, ins: Instr) -> None:

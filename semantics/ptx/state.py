@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
+from semantics.ptx import neginf
 from semantics.ptx.ast import Addr, FloatImm, Instr, IntImm, Reg, Sym, Vec
-from semantics.ptx.floats import float_of_bits, real_of_bits
+from semantics.ptx.floats import real_of_bits
 from semantics.ptx.machine import Buffer, Launch, Pointer, Thread
 from semantics.ptx.types import PtxType
 
@@ -108,6 +109,7 @@ class KernelContext:
     loop_reads: dict[str, LoopRead] = field(default_factory=dict)  # placeholder function name -> its reads
     loop_initialized: set[int] = field(default_factory=set)  # lines of loop reads proved to see a same-iteration write
     counter: list[int] = field(default_factory=lambda: [0])
+    marks: neginf.Marks = field(default_factory=neginf.Marks)  # which values hold the -inf padding marker
 
     def fresh(self) -> int:
         """The next number for a fresh symbol of this execution."""
@@ -183,7 +185,16 @@ class ThreadState:
         raise Unsupported(f"operand {op!r} where a register was expected")
 
     def read(self, op, ty: PtxType) -> z3.ExprRef:
-        """The operand as the instruction's type expects it: Bool, bit-vector of ty.bits, or real."""
+        """The operand as the instruction's type expects it: Bool, bit-vector of ty.bits, or real. A float
+        that may be a lane's -inf padding is refused: only the rules of `semantics.ptx.neginf`, through
+        `read_padded`, compute with it."""
+        value = self.read_padded(op, ty)
+        if ty.is_float and self.ctx.marks(value):
+            raise Unsupported("-inf (a masked lane's padding) reaches an operation with no exact rule for it")
+        return value
+
+    def read_padded(self, op, ty: PtxType) -> z3.ExprRef:
+        """`read`, letting a value that holds the -inf marker through (for `semantics.ptx.neginf`'s rules)."""
         if isinstance(op, IntImm):
             return _int_immediate(op.value, ty)
         if isinstance(op, FloatImm):
@@ -226,6 +237,10 @@ class ThreadState:
             # A predicated write keeps the old value where the predicate is false. A first definition
             # under a predicate has no old value: the false case reads nothing defined, so it is free.
             value = self.select(self.guard_pred, value, self.regs[dst.name])
+            if isinstance(value, z3.ExprRef) and z3.is_real(value) and self.ctx.marks(value):
+                # a padded lane whose mask is always true on this path holds its loaded value
+                value = neginf.settle(self, value, z3.And(self.path) if self.path else z3.BoolVal(True),
+                                      "a register merge")
         self.regs[dst.name] = value
 
     def write_pair(self, dst, value: z3.BoolRef, negated: z3.BoolRef) -> None:
@@ -261,7 +276,7 @@ def _unify(a: z3.ExprRef, b: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         if z3.is_real(v):
             return v
         if z3.is_bv_value(v) and v.size() in (16, 32, 64):
-            return z3.RealVal(float_of_bits(v.as_long(), v.size()))
+            return real_of_bits(v.as_long(), v.size())
         raise Unsupported("a register holds a float on one path and integer bits on another")
     if z3.is_real(a) or z3.is_real(b):
         return as_real(a), as_real(b)
@@ -279,7 +294,7 @@ def coerce(v: Value, ty: PtxType) -> z3.ExprRef:
         if z3.is_real(v):
             return v
         if z3.is_bv_value(v):
-            return z3.RealVal(float_of_bits(v.as_long() % (1 << ty.bits), ty.bits))
+            return real_of_bits(v.as_long() % (1 << ty.bits), ty.bits)
         raise Unsupported("integer bits reinterpreted as a float")
     if z3.is_real(v):
         raise Unsupported("float bits used in integer arithmetic")

@@ -15,6 +15,7 @@ import re
 import z3
 
 from semantics.errors import Unsupported
+from semantics.ptx import neginf
 from semantics.ptx.ast import Instr, IntImm, Vec
 from semantics.ptx.memory import _access, _check_space
 from semantics.ptx.state import ThreadState, address_of
@@ -209,6 +210,8 @@ def atomic(state: ThreadState, ins: Instr) -> None:
     ptr = address_of(state, addr, ins)
     _check_space(space, ptr.space, ins)
     value = state.read_data(src, ty) if not isinstance(src, IntImm) else state.read(src, ty)
+    if isinstance(value, z3.ExprRef):
+        neginf.refuse_stored(state, value, f"line {ins.line}")
     _access(state, ins, "atomic", ptr, 1, ty.bytes, (value,), op=ops[0][1:])
     if dst is not None:
         state.write(dst, state.opaque(value, f"the old value returned by `atom` (line {ins.line})"))
