@@ -26,6 +26,7 @@ from semantics.ptx.idioms import IDIOM_HANDLERS, IDIOMS, PSEUDO, rewrite_idioms
 from semantics.ptx.machine import Launch, Thread, special_registers
 from semantics.ptx.parser import parse_ptx
 from semantics.ptx.state import KernelContext, ThreadState
+from tests.tiny_tasks import elementwise_task
 
 REPO = Path(__file__).resolve().parents[1]
 NVCC = shutil.which("nvcc")
@@ -315,41 +316,6 @@ def test_every_idiom_has_an_axiom_that_names_its_template() -> None:
 
 # ---------------------------------------------------------------------------------------------- end to end
 
-MANIFEST = """name = "{name}"
-
-[kernel]
-source = "{source}"
-entry = "{entry}"
-
-[launch]
-grid = [64, 1, 1]
-block = [256, 1, 1]
-args = ["x", "y", 16384]
-
-[reference]
-source = "ref.py"
-inputs = ["x"]
-outputs = ["y"]
-"""
-
-REF = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return {expr}
-
-
-def get_inputs():
-    return [torch.randn(16384)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
 def verify(task: Path) -> dict:
     proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
                            str(task / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
@@ -360,11 +326,7 @@ def verify(task: Path) -> dict:
 
 
 def task(directory: Path, name: str, kernel: str, expr: str, source: str = "kernel.cu", entry: str = "k") -> Path:
-    directory.mkdir()
-    (directory / source).write_text(kernel)
-    (directory / "ref.py").write_text(REF.format(expr=expr))
-    (directory / "lark.toml").write_text(MANIFEST.format(name=name, source=source, entry=entry))
-    return directory
+    return elementwise_task(directory, name, kernel, expr, n=16384, blocks=64, source=source, entry=entry)
 
 
 @needs_nvcc

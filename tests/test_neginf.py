@@ -27,6 +27,7 @@ from semantics.replay import Evaluator, NotConcrete
 from semantics.terms import larger_than
 from semantics.verdict import FiniteOnly
 from tests.ptx_helpers import run_alu
+from tests.tiny_tasks import elementwise_task
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = [-2.5, -1.0, 0.0, 0.75, 3.0]
@@ -227,43 +228,9 @@ PTX = """.version 8.0
 }}
 """
 
-PTX_MANIFEST = """name = "{name}"
-[kernel]
-source = "kernel.ptx"
-entry = "k"
-[launch]
-grid = [5, 1, 1]
-block = [256, 1, 1]
-args = ["x", "y", 1000]
-[reference]
-source = "ref.py"
-inputs = ["x"]
-outputs = ["y"]
-"""
-
-PTX_REF = """import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def forward(self, x):
-        return {expr}
-
-
-def get_inputs():
-    return [torch.randn(1000)]
-
-
-def get_init_inputs():
-    return []
-"""
-
-
 def _verify_ptx(directory, name: str, load_bound: str, compute: str, expr: str = "torch.relu(x)") -> dict:
-    directory.mkdir()
-    (directory / "kernel.ptx").write_text(PTX.format(load_bound=load_bound, compute=compute))
-    (directory / "ref.py").write_text(PTX_REF.format(expr=expr))
-    (directory / "lark.toml").write_text(PTX_MANIFEST.format(name=name))
+    elementwise_task(directory, name, PTX.format(load_bound=load_bound, compute=compute), expr, n=1000, blocks=5,
+                     source="kernel.ptx")
     proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
                            str(directory / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True,
                           timeout=300)

@@ -107,3 +107,49 @@ def write_task(root: Path, name: str, kind: str, rows: int = 100) -> Path:
 
 def expected(kind: str) -> str:
     return KINDS[kind][2]
+
+
+ELEMENTWISE_MANIFEST = """name = "{name}"
+
+[kernel]
+source = "{source}"
+entry = "{entry}"
+
+[launch]
+grid = [{blocks}, 1, 1]
+block = [{threads}, 1, 1]
+args = ["x", "y", {n}]
+
+[reference]
+source = "ref.py"
+inputs = ["x"]
+outputs = ["y"]
+"""
+
+ELEMENTWISE_REF = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return {expr}
+
+
+def get_inputs():
+    return [torch.randn({n})]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def elementwise_task(directory: Path, name: str, kernel: str, expr: str, n: int, blocks: int, threads: int = 256,
+                     source: str = "kernel.cu", entry: str = "k") -> Path:
+    """A task y = expr(x) over n elements, `kernel(x, y, n)` launched on `blocks` blocks of `threads`."""
+    directory.mkdir()
+    (directory / source).write_text(kernel)
+    (directory / "ref.py").write_text(ELEMENTWISE_REF.format(expr=expr, n=n))
+    (directory / "lark.toml").write_text(ELEMENTWISE_MANIFEST.format(name=name, source=source, entry=entry,
+                                                                      blocks=blocks, threads=threads, n=n))
+    return directory
