@@ -33,16 +33,7 @@ def _nodes(term: z3.ExprRef, *more: z3.ExprRef) -> Iterator[tuple[int, object]]:
             continue
         seen.add(i)
         yield i, ast
-        kind = z3.Z3_get_ast_kind(ref, ast)
-        if kind == z3.Z3_APP_AST:
-            for k in range(z3.Z3_get_app_num_args(ref, ast)):
-                arg = z3.Z3_get_app_arg(ref, ast, k)
-                j = z3.Z3_get_ast_id(ref, arg)
-                if j not in seen:
-                    todo.append((j, arg))
-        elif kind == z3.Z3_QUANTIFIER_AST:
-            body = z3.Z3_get_quantifier_body(ref, ast)
-            todo.append((z3.Z3_get_ast_id(ref, body), body))
+        todo.extend((j, arg) for j, arg in raw_arguments(ref, ast) if j not in seen)
 
 
 def raw_arguments(ref, ast) -> list[tuple[int, object]]:
@@ -82,16 +73,9 @@ def reaching(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> set[int]:
     kids: dict[int, list[int]] = {}
     hit: set[int] = set()
     for i, ast in _nodes(term):
-        kind = z3.Z3_get_ast_kind(ref, ast)
-        if kind == z3.Z3_APP_AST:
-            kids[i] = [z3.Z3_get_ast_id(ref, z3.Z3_get_app_arg(ref, ast, k))
-                       for k in range(z3.Z3_get_app_num_args(ref, ast))]
-            if _decl_id(ref, ast) in wanted:
-                hit.add(i)
-        elif kind == z3.Z3_QUANTIFIER_AST:
-            kids[i] = [z3.Z3_get_ast_id(ref, z3.Z3_get_quantifier_body(ref, ast))]
-        else:
-            kids[i] = []
+        kids[i] = [j for j, _ in raw_arguments(ref, ast)]
+        if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and _decl_id(ref, ast) in wanted:
+            hit.add(i)
     done: set[int] = set()
     stack = [(term.get_id(), False)]
     while stack:                         # children before parents
@@ -141,7 +125,5 @@ def outside_binders(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list
         seen.add(i)
         if _decl_id(ref, ast) in wanted:
             found.append(_to_expr_ref(ast, ctx))
-        for k in range(z3.Z3_get_app_num_args(ref, ast)):
-            arg = z3.Z3_get_app_arg(ref, ast, k)
-            todo.append((z3.Z3_get_ast_id(ref, arg), arg))
+        todo.extend(raw_arguments(ref, ast))
     return found

@@ -68,12 +68,16 @@ class Batch:
 
     @property
     def cache(self) -> Path:
-        return self.root / "cache"
+        return self.root / "cache"     # shared with the one-by-one runs
 
     def command(self) -> list[str]:
-        out = self.root / "out"
-        return ["batch", str(EXAMPLES), "--workers", "2", "--junit", str(out / "j.xml"),
-                "--report", str(out / "r.html")]
+        return batch_command(self.root)
+
+
+def batch_command(root: Path) -> list[str]:
+    """`lark batch` over the examples, its reports (and so its resumable state) under `root`/out."""
+    out = root / "out"
+    return ["batch", str(EXAMPLES), "--workers", "2", "--junit", str(out / "j.xml"), "--report", str(out / "r.html")]
 
 
 @pytest.fixture(scope="session")
@@ -85,8 +89,7 @@ def batch(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Batch:
     with FileLock(str(root / "batch.lock")):
         if not done.is_file():
             (root / "out").mkdir(exist_ok=True)
-            probe = Batch(root, 0, {})
-            proc = lark(*probe.command(), cache=probe.cache, cwd=root)
+            proc = lark(*batch_command(root), cache=root / "cache", cwd=root)
             junit = root / "out" / "j.xml"
             assert proc.returncode in (0, 1, 3) and junit.is_file(), proc.stderr[-5000:]
             results = {c.get("name"): json.loads(c.find("system-out").text)
