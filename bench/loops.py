@@ -16,7 +16,8 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["loop_matvec", "loop_matmul_naive_512", "loop_matmul_naive_4096", "loop_mean_middle_dim",
          "loop_rowsum_per_thread", "warp_rowsum_shfl", "shared_transpose_tiled", "loop_cumsum_row",
          "loop_cumsum_exclusive", "loop_row_var_biased", "loop_row_var_unbiased_bug", "loop_tiled_matmul",
-         "loop_tiled_matmul_missing_barrier", "loop_tiled_matmul_wrong_tile_index"]
+         "loop_tiled_matmul_missing_barrier", "loop_tiled_matmul_wrong_tile_index", "loop_block_softmax",
+         "loop_block_softmax_missing_barrier", "loop_block_layernorm", "loop_block_layernorm_unbiased"]
 
 
 def timed(case: str | Path, runs: int) -> tuple[float, str]:
@@ -36,7 +37,7 @@ def main() -> None:
     seconds = {}
     for case in CASES:
         seconds[case], verdict = timed(case, args.runs)
-        print(f"{case:28} {seconds[case]:8.2f} s  ({verdict})", flush=True)
+        print(f"{case:36} {seconds[case]:8.2f} s  ({verdict})", flush=True)
     ratio = seconds["loop_matmul_naive_4096"] / seconds["loop_matmul_naive_512"]
     print(f"naive matmul 4096 / 512   {ratio:8.2f}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -47,7 +48,7 @@ def main() -> None:
             path = big / name
             path.write_text(path.read_text().replace(old, new))
         seconds["big"], verdict = timed(big, args.runs)
-        print(f"{'loop_cumsum_row 4096x262144':28} {seconds['big']:8.2f} s  ({verdict})", flush=True)
+        print(f"{'loop_cumsum_row 4096x262144':36} {seconds['big']:8.2f} s  ({verdict})", flush=True)
     print(f"row scan large / small    {seconds['big'] / seconds['loop_cumsum_row']:8.2f}")
 
 

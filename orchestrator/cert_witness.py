@@ -185,8 +185,9 @@ def _wrong_value(s: Site, w: dict) -> None:
     pins = [_pin(s.buffers[name], index, v) for (name, index), v in inputs.items() if index is not None]
     for access in s.accesses_at("store", w["buffer"], w["line"]):
         for j in range(len(access.values)):
-            ob, value, expected = equivalence.obligation(access, j, buffer, s.problem.references[buffer.name],
-                                                         s.thread, s.launch_ok)
+            ob, compared = equivalence.obligation(access, j, buffer, s.problem.references[buffer.name], s.thread,
+                                                  s.launch_ok)
+            value, expected = compared.kernel, compared.reference
             fixes = _fixes(ob.witness, values)
             at_element = z3.substitute(ob.witness["element_index"], *fixes) == w["element_index"]
             if innermost(value) or innermost(expected):

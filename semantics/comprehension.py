@@ -41,3 +41,15 @@ def _index(value: z3.BitVecRef | int) -> z3.BitVecRef:
 
 def is_comprehension(term: z3.ExprRef) -> bool:
     return z3.is_app(term) and term.decl() in COMPREHENSIONS
+
+
+def scaled_sum(term: z3.ExprRef) -> tuple[z3.ArithRef, z3.ExprRef] | None:
+    """(c, S) when `term` is the Sum S, or S times a rational constant c (how z3 writes a mean, and what
+    remains of one after it distributes a constant over a sum of several Sums)."""
+    if z3.is_app(term) and term.decl() == SUM:
+        return z3.RealVal(1), term
+    if z3.is_mul(term) and term.num_args() == 2:
+        for c, s in (term.children(), reversed(term.children())):
+            if z3.is_rational_value(c) and z3.is_app(s) and s.decl() == SUM:
+                return c, s
+    return None

@@ -67,9 +67,11 @@ class Evaluator:
     during evaluation leaves the table's elements their values. Each element's value is fixed at its first
     read, so one evaluation always sees one assignment of the inputs."""
 
-    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int | None], Fraction] | None = None):
+    def __init__(self, model: z3.ModelRef, overrides: dict[tuple[str, int | None], Fraction] | None = None,
+                 definitions: dict[str, z3.ExprRef] | None = None):
         self.model = model
         self.overrides = overrides or {}
+        self.definitions = definitions or {}   # symbol name -> the term whose value it has (proved equal)
         self.reads: dict[tuple[str, int | None], object] = {}   # buffer element (None: the default) -> value
         # term id -> (term, value): a reduction nested in another's body (a mean inside a variance) is the
         # same term at every outer index and is expanded once. The term is kept so its id is never reused.
@@ -191,6 +193,8 @@ class Evaluator:
                 raise NotConcrete("-inf (a masked lane's padding) is not a real")
             if name in EXACT_CONSTANTS:
                 return EXACT_CONSTANTS[name]()
+            if name in self.definitions:
+                return self.value(self.definitions[name])
             v = self.model.eval(term, model_completion=True)
             return _number(v)
         if name in IDEAL_FUNCTIONS:

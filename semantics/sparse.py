@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import z3
 
-from semantics.terms import constants, mentions, subterms
+from semantics.comprehension import is_comprehension
+from semantics.terms import constants, mentions
 
 MAX_SPECIAL = 4096
 _AFFINE: dict[tuple[int, int, int], tuple[z3.ExprRef, tuple[int, int] | None]] = {}
@@ -25,8 +26,16 @@ _AFFINE: dict[tuple[int, int, int], tuple[z3.ExprRef, tuple[int, int] | None]] =
 def reads_of(body: z3.ExprRef, j: z3.BitVecRef) -> list[z3.ExprRef] | None:
     """The input reads F(idx(j)) of `body`, or None when j occurs elsewhere (the body is then not constant
     between the special points)."""
-    reads = [t for t in subterms(body) if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED
-             and t.num_args() == 1 and z3.is_bv(t.arg(0)) and mentions(t.arg(0), j)]
+    reads, todo, seen = [], [body], set()
+    while todo:   # a reduction nested in the body without j (a row's mean in Σ (x - mean)²) is constant in j
+        t = todo.pop()
+        if t.get_id() in seen or (is_comprehension(t) and not mentions(t, j)):
+            continue
+        seen.add(t.get_id())
+        if z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() == 1 and z3.is_bv(t.arg(0)) \
+                and mentions(t.arg(0), j):
+            reads.append(t)
+        todo.extend([t.body()] if z3.is_quantifier(t) else t.children() if z3.is_app(t) else [])
     stand_ins = [(r, z3.FreshConst(r.sort(), "read")) for r in reads]
     rest = z3.substitute(body, *stand_ins) if stand_ins else body
     return None if mentions(rest, j) else reads

@@ -109,8 +109,10 @@ def constants(term: z3.ExprRef) -> list[z3.ExprRef]:
 
 
 def mentions(term: z3.ExprRef, symbol: z3.ExprRef) -> bool:
-    target = symbol.get_id()
-    return any(i == target for i, _ in _nodes(term))
+    """Whether `symbol` (a ground term) occurs in `term`: replacing it changes the term exactly when it
+    occurs. One pass in z3's own code; a Python walk wraps every node, and replay asks this of long bodies."""
+    probe = z3.Const("mentions!probe", symbol.sort())
+    return not z3.substitute(term, (symbol, probe)).eq(term)
 
 
 def outside_binders(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list[z3.ExprRef]:

@@ -280,3 +280,53 @@ def test_block_sum_with_a_lane_read_twice_is_not_matched():
     twice = {(5, 2): _lane_sum(6, 2, 32, 4)}
     kernel, _ = matcher().rewrite(_block_sum(32, 4, twice), _chunked_row_sum(32, 4))
     assert not str(kernel).startswith("reduction!")
+
+
+def _partial_sums(threads: int, cols: int, body) -> list[z3.ArithRef]:
+    """Thread t's strided partial sum of a row: Σ_j body(t + threads·j) over cols / threads terms."""
+    j = z3.BitVec("j", 64)
+    return [sum_over(0, cols // threads, j, body(t + threads * j)) for t in range(threads)]
+
+
+def test_a_mean_distributed_into_a_variance_body_is_one_symbol_everywhere():
+    # z3 writes x - (S0 + … + S3)/16 as x + -1/16·S0 + … + -1/16·S3, in the value and inside the variance's
+    # body: the four partial sums are the reference's one Sum wherever they occur
+    x = lambda i: A(ROW * 16 + i)  # noqa: E731
+    mean = z3.simplify(z3.Sum(*_partial_sums(4, 16, x)) / 16)
+    j, m = z3.BitVec("j", 64), z3.BitVec("m", 64)
+    kernel = z3.simplify(sum_over(0, 16, j, (x(j) - mean) * (x(j) - mean)) / 16 + x(3) - mean)
+    reference_mean = sum_over(0, 16, m, x(m)) / 16
+    reference = sum_over(0, 16, m, (x(m) - reference_mean) * (x(m) - reference_mean)) / 16 + x(3) - reference_mean
+    k2, r2 = matcher().rewrite(kernel, reference)
+    solver = z3.Solver()
+    solver.add(HYP, k2 != r2)
+    assert solver.check() == z3.unsat
+
+
+def test_partial_sums_of_another_row_are_not_the_mean():
+    x = lambda i: A(ROW * 16 + i)  # noqa: E731
+    wrong = lambda i: A(ROW * 16 + 16 + i)  # noqa: E731  (the next row)
+    kernel = z3.simplify(x(3) - z3.Sum(*_partial_sums(4, 16, wrong)) / 16)
+    m = z3.BitVec("m", 64)
+    k2, r2 = matcher().rewrite(kernel, x(3) - sum_over(0, 16, m, x(m)) / 16)
+    solver = z3.Solver()
+    solver.add(HYP, k2 != r2)
+    assert solver.check() != z3.unsat
+
+
+def test_a_block_max_inside_a_sum_of_exponentials_matches_softmax():
+    # softmax's denominator: each thread sums exp(x - M) over its columns, M the max tree over the threads
+    x = lambda i: A(ROW * 16 + i)  # noqa: E731
+    exp = z3.Function("exp", z3.RealSort(), z3.RealSort())
+    j, m = z3.BitVec("j", 64), z3.BitVec("m", 64)
+    maxima = [max_over(x(t), 1, 4, j, x(t + 4 * j)) for t in range(4)]
+    top = maxima[0]
+    for other in maxima[1:]:
+        top = z3.If(top >= other, top, other)
+    kernel = exp(x(5) - top) / z3.Sum(*_partial_sums(4, 16, lambda i: exp(x(i) - top)))
+    row_max = max_over(x(0), 1, 16, m, x(m))
+    reference = exp(x(5) - row_max) / sum_over(0, 16, m, exp(x(m) - row_max))
+    k2, r2 = matcher().rewrite(z3.simplify(kernel), reference)
+    solver = z3.Solver()
+    solver.add(HYP, k2 != r2)
+    assert solver.check() == z3.unsat

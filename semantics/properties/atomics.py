@@ -23,7 +23,7 @@ from fractions import Fraction
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.comprehension import SUM
+from semantics.comprehension import scaled_sum
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, mentions_opaque, rename_apart
 from semantics.properties.coverage import writer_variables
 from semantics.properties.equivalence import element_index
@@ -287,14 +287,7 @@ def _outside_fragment(buffer: Buffer, accesses: list[Access]) -> str | None:
 
 def _scaled_sum(term: z3.ExprRef) -> tuple[z3.ArithRef, z3.ExprRef] | None:
     """(c, S) when the reference element is the Sum S times a rational constant c."""
-    term = z3.simplify(term)
-    if z3.is_app(term) and term.decl() == SUM:
-        return z3.RealVal(1), term
-    if z3.is_mul(term) and term.num_args() == 2:
-        for c, s in (term.children(), reversed(term.children())):
-            if z3.is_rational_value(c) and z3.is_app(s) and s.decl() == SUM:
-                return c, s
-    return None
+    return scaled_sum(z3.simplify(term))
 
 
 def _instance(access: Access, thread: Thread, launch_ok: z3.BoolRef) -> Instance:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from fractions import Fraction
 
 import z3
@@ -30,6 +31,7 @@ from semantics.properties.reductions import Matcher, innermost
 from semantics.ptx.machine import Buffer, Thread, simplify
 from semantics.ptx.state import Access
 from semantics.replay import Evaluator, NotConcrete, as_json_number, differ
+from semantics.terms import constants, subterms
 
 RESAMPLES = 24
 UNMATCHED_TIMEOUT_S = 10.0
@@ -54,13 +56,43 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
         expected = divide(expected, hypothesis)
     if pad:
         value = pad(value, hypothesis)
-    compared = matcher(hypothesis).rewrite(value, expected) if matcher else (value, expected)
+    rewriter = matcher(hypothesis) if matcher else None
+    compared = rewriter.rewrite(value, expected) if rewriter else (value, expected)
     formula = z3.And(hypothesis, compared[0] != compared[1])
     formula = z3.And(formula, *ground_facts(formula))
     witness = {**thread_witness(thread, access.loops), "element_index": index}
     ob = Obligation(f"equivalence: {buffer.name} element {j} of the store at line {access.line}",
                     "equivalence", formula, witness)
-    return ob, value, expected
+    return ob, Values(value, expected, *compared, getattr(rewriter, "meanings", {}), hypothesis)
+
+
+@dataclass(frozen=True)
+class Values:
+    """Both sides of one comparison: as computed, and as the matcher left them (proved-equal reductions named
+    by symbols, `meanings` saying which reference comprehension each symbol was proved equal to)."""
+
+    kernel: z3.ExprRef
+    reference: z3.ExprRef
+    kernel_named: z3.ExprRef
+    reference_named: z3.ExprRef
+    meanings: dict[str, z3.ExprRef]
+    hypothesis: z3.BoolRef
+
+    def for_replay(self) -> tuple[z3.ExprRef, z3.ExprRef, dict[str, z3.ExprRef]]:
+        """The pair a replay evaluates. The named pair when every symbol in it has a meaning and the
+        hypothesis reads no input: a kernel union then evaluates as the one reference comprehension it was
+        proved equal to (under the hypothesis, which the replayed inputs cannot falsify) — one sparse
+        expansion instead of one per thread of the block. The computed pair otherwise."""
+        own = {str(c) for t in (self.kernel, self.reference) for c in constants(t)}
+        named = [self.kernel_named, self.reference_named, *self.meanings.values()]
+        if not self.meanings or any(str(c) not in own and str(c) not in self.meanings
+                                    for t in named for c in constants(t)) or _reads_input(self.hypothesis):
+            return self.kernel, self.reference, {}
+        return self.kernel_named, self.reference_named, self.meanings
+
+
+def _reads_input(term: z3.ExprRef) -> bool:
+    return any(z3.is_app(t) and t.num_args() and t.decl().kind() == z3.Z3_OP_UNINTERPRETED for t in subterms(term))
 
 
 def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str, Callable], thread: Thread,
@@ -85,8 +117,8 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             def pad(term, hypothesis):
                 return padding.rewrite(term, hypothesis, checker, timeout_s, record)
 
-            ob, value, expected = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher,
-                                             divide, pad)
+            ob, values = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher, divide,
+                                    pad)
             # Comprehensions the matcher could not pair are uninterpreted: no proof can come from the solver,
             # only a counterexample (which replay then confirms), so it gets a short budget.
             unmatched = innermost(ob.formula)
@@ -96,9 +128,9 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
                 continue
             finding = None
             if outcome.status == REFUTED:
-                finding = _confirm(access, ob, outcome, value, expected, stores, thread, checker, timeout_s)
+                finding = _confirm(access, ob, outcome, values, stores, thread, checker, timeout_s)
             elif unmatched:
-                finding = _concrete_search(access, ob, value, expected, stores, thread, checker, timeout_s)
+                finding = _concrete_search(access, ob, values, stores, thread, checker, timeout_s)
             if finding:
                 result.downgrade(VIOLATED)
                 result.findings.append(finding)
@@ -108,7 +140,7 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
     return result
 
 
-def _concrete_search(access: Access, ob: Obligation, value, expected, stores, thread, checker,
+def _concrete_search(access: Access, ob: Obligation, values: Values, stores, thread, checker,
                      timeout_s: float) -> Finding | None:
     """When the solver cannot decide a comparison of reductions, look for a witness directly: one thread that
     performs the store (a model of the obligation's hypothesis), then the usual confirmation — reachability,
@@ -129,7 +161,7 @@ def _concrete_search(access: Access, ob: Obligation, value, expected, stores, th
     model = solver.model()
     values = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
     candidate = Outcome(REFUTED, "concrete search", 0.0, values, z3_model=model)
-    return _confirm(access, ob, candidate, value, expected, stores, thread, checker, timeout_s)
+    return _confirm(access, ob, candidate, values, stores, thread, checker, timeout_s)
 
 
 def hypothesis_of(formula: z3.BoolRef) -> z3.BoolRef:
@@ -144,7 +176,7 @@ def _fixes(ob: Obligation, model: dict) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
             if n != "element_index" and z3.is_const(t)]
 
 
-def _confirm(access: Access, ob: Obligation, outcome, value, expected, stores: list[Access], thread: Thread,
+def _confirm(access: Access, ob: Obligation, outcome, values: Values, stores: list[Access], thread: Thread,
              checker: Checker, timeout_s: float) -> Finding | None:
     fixes = _fixes(ob, outcome.model)
     if access.loops and checker.check(Obligation("reach", "equivalence", escape(access.loops, fixes)),
@@ -152,7 +184,7 @@ def _confirm(access: Access, ob: Obligation, outcome, value, expected, stores: l
         return None
     if _may_be_overwritten(access, thread, outcome.model, stores, fixes, checker, timeout_s):
         return None
-    replay = _replay(value, expected, outcome.z3_model, fixes)
+    replay = _replay(*values.for_replay(), outcome.z3_model, fixes)
     if replay is None:
         return None
     kernel_value, reference_value, reads = replay
@@ -192,7 +224,7 @@ def _may_be_overwritten(access, thread, model, stores, fixes, checker, timeout_s
     return checker.check(Obligation("overwrite", "equivalence", probe), timeout_s).status != PROVED
 
 
-def _replay(value, expected, model: z3.ModelRef, fixes):
+def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.ModelRef, fixes):
     """(kernel value, reference value, inputs read) on real numbers, first with the model's inputs, then
     with random ones at the same thread; None when no evaluation shows a difference."""
     concrete_value = z3.substitute(value, *fixes) if fixes else value
@@ -200,7 +232,7 @@ def _replay(value, expected, model: z3.ModelRef, fixes):
     rng = random.Random(0)
     overrides: dict = {}
     for attempt in range(RESAMPLES + 1):
-        ev = Evaluator(model, dict(overrides))
+        ev = Evaluator(model, dict(overrides), definitions)
         try:
             a, b = ev.value(concrete_value), ev.value(concrete_expected)
         except NotConcrete:

@@ -134,6 +134,11 @@ class Chain:
             kernel, reference = r.rewrite(kernel, reference)
         return kernel, reference
 
+    @property
+    def meanings(self) -> dict[str, z3.ExprRef]:
+        """What the rewriters' symbols stand for, where they say (`reductions.Matcher.meanings`)."""
+        return {name: term for r in self.rewriters for name, term in getattr(r, "meanings", {}).items()}
+
 
 def splitter(hypothesis: z3.BoolRef, key: str, checker: Checker, timeout_s: float, record) -> PrefixSplitter:
     """A PrefixSplitter whose obligations are checked (and recorded) under `hypothesis`."""

@@ -29,11 +29,11 @@ from functools import cached_property
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
+from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension, scaled_sum
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.terms import applications, constants, mentions, reaching
+from semantics.terms import applications, constants, mentions, reaching, subterms
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,8 @@ class Matcher:
         self.key = key
         self.count = 0
         self.attempts = 0
+        # symbol name -> the reference comprehension it was proved equal to (replay evaluates it there)
+        self.meanings: dict[str, z3.ExprRef] = {}
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
         ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
@@ -150,26 +152,28 @@ class Matcher:
         self.record(ob, outcome)
         return outcome.status == PROVED
 
-    def _symbol(self) -> z3.ArithRef:
+    def _symbol(self, meaning: z3.ExprRef) -> z3.ArithRef:
         symbol = z3.Real(f"reduction!{self.key}.{self.count}")
         self.count += 1
+        self.meanings[str(symbol)] = meaning
         return symbol
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-        """Replace proved-equal comprehensions by shared symbols: first a kernel value that is a sum of
-        several Sum comprehensions or a max over several (a reduction split over lanes, loops or threads),
-        then pairs, innermost first."""
+        """Replace proved-equal comprehensions by shared symbols: first the kernel's unions (a sum of several
+        Sum comprehensions or a max over several: a reduction split over lanes, loops or threads) wherever they
+        occur, innermost first, then pairs, innermost first. A union inside another reduction's body (the
+        row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
         if not innermost(kernel) or not innermost(reference):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
-        kernel, reference = self._rewrite_union(kernel, reference)
+        kernel, reference = self._rewrite_unions(kernel, reference)
         progress = True
         while progress:
             progress = False
             for ck in innermost(kernel):
                 for cr in innermost(reference):
                     if ck.decl() == cr.decl() and self._equal([ck], cr):
-                        symbol = self._symbol()
+                        symbol = self._symbol(cr)
                         kernel = z3.substitute(kernel, (ck, symbol))
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
@@ -193,26 +197,27 @@ class Matcher:
         reference = z3.substitute(reference, *pairs) if pairs else reference
         return z3.simplify(kernel, elim_sign_ext=False), reference
 
-    def _rewrite_union(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-        elements = _max_elements(kernel)
-        if len(elements) > 1:
-            for cr in innermost(reference):
-                if cr.decl() == MAX_FROM and self._equal(elements, cr, inits_apart=True):
-                    return self._symbol_pair(reference, cr)
-        summands = _terms(kernel)
-        parts = [t for t in summands if z3.is_app(t) and t.decl() == SUM]
-        if len(parts) < 2:
-            return kernel, reference
-        for cr in innermost(reference):
-            if cr.decl() == SUM and self._equal(parts, cr):
-                symbol = self._symbol()
-                rest = [t for t in summands if not (z3.is_app(t) and t.decl() == SUM)]
-                return z3.Sum(*rest, symbol) if rest else symbol, z3.substitute(reference, (cr, symbol))
+    def _rewrite_unions(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        """Each union of the kernel proved equal to one comprehension of the reference becomes a symbol on
+        both sides; after each success the unions are looked for again (an outer one may now qualify)."""
+        tried: set[tuple[int, int]] = set()
+        progress = True
+        while progress:
+            progress = False
+            for union in _unions(kernel):
+                for cr in innermost(reference):
+                    if cr.decl() != union.decl or (union.term.get_id(), cr.get_id()) in tried:
+                        continue
+                    tried.add((union.term.get_id(), cr.get_id()))
+                    if self._equal(union.parts, cr, inits_apart=union.decl == MAX_FROM):
+                        symbol = self._symbol(cr)
+                        kernel = union.replaced(kernel, symbol)
+                        reference = z3.substitute(reference, (cr, symbol))
+                        progress = True
+                        break
+                if progress:
+                    break
         return kernel, reference
-
-    def _symbol_pair(self, reference: z3.ExprRef, cr: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-        symbol = self._symbol()
-        return symbol, z3.substitute(reference, (cr, symbol))
 
     def _equal(self, kernel_terms: list[z3.ExprRef], cr: z3.ExprRef, inits_apart: bool = False) -> bool:
         self.attempts += 1
@@ -424,8 +429,7 @@ def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
     out, todo = [], [term]
     while todo:
         t = todo.pop()
-        if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), z3.Z3_OP_GE) and \
-                z3.eq(t.arg(0).arg(0), t.arg(1)) and z3.eq(t.arg(0).arg(1), t.arg(2)):
+        if _is_max_node(t):
             todo.extend([t.arg(1), t.arg(2)])
         elif z3.is_app(t) and t.decl() == MAX_FROM:
             out.append(t)              # its family; `_equal(..., inits_apart=True)` leaves its init out
@@ -433,6 +437,95 @@ def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
         else:
             out.append(t)
     return out
+
+
+@dataclass(frozen=True)
+class Union:
+    """Several comprehensions of the kernel that together are one reduction: the elements of a max tree
+    (`term` its root), or Sum comprehensions that a sum (`term`) adds, each times one rational `coefficient`
+    c — z3 distributes a mean's 1/n over the sum of a block's partial sums, so a mean is Σ c·Sᵢ."""
+
+    term: z3.ExprRef
+    decl: z3.FuncDeclRef
+    parts: list[z3.ExprRef]
+    members: list[z3.ExprRef]            # sums: the summands of `term` that are the parts (Sᵢ or c·Sᵢ)
+    coefficient: z3.ArithRef | None = None
+
+    def replaced(self, kernel: z3.ExprRef, symbol: z3.ArithRef) -> z3.ExprRef:
+        """The kernel with the union's value named by `symbol` (proved equal to the reduction of the parts)."""
+        if self.decl == MAX_FROM:
+            return z3.substitute(kernel, (self.term, symbol))
+        if _grouped_everywhere(kernel, self.parts, self.members):
+            # every occurrence of a part is as a member of a sum that holds all of them (in the value and
+            # inside comprehension bodies: a variance's Σ (x - mean)²): there Σ c·Sᵢ = c·σ, which is what the
+            # first part as σ and the others as 0 leave
+            zero = z3.RealVal(0)
+            return z3.simplify(z3.substitute(kernel, (self.parts[0], symbol), *[(p, zero) for p in self.parts[1:]]),
+                               elim_sign_ext=False)
+        members = {m.get_id() for m in self.members}
+        rest = [u for u in self.term.children() if u.get_id() not in members]
+        return z3.substitute(kernel, (self.term, z3.Sum(*rest, self.coefficient * symbol)))
+
+
+def _grouped_everywhere(kernel: z3.ExprRef, parts: list[z3.ExprRef], members: list[z3.ExprRef]) -> bool:
+    """Whether each part occurs in `kernel` only as a member, and each member only in sums that hold all the
+    members."""
+    member_ids, part_ids = {m.get_id() for m in members}, {p.get_id() for p in parts}
+    for t in subterms(kernel):
+        kids = {k.get_id() for k in ([t.body()] if z3.is_quantifier(t) else t.children() if z3.is_app(t) else [])}
+        touched = kids & (member_ids | part_ids)
+        if not touched or t.get_id() in member_ids:
+            continue
+        if not z3.is_add(t) or not member_ids <= kids or touched - member_ids:
+            return False
+    return True
+
+
+def _is_max_node(t: z3.ExprRef) -> bool:
+    return z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), z3.Z3_OP_GE) and \
+        z3.eq(t.arg(0).arg(0), t.arg(1)) and z3.eq(t.arg(0).arg(1), t.arg(2))
+
+
+def _unions(term: z3.ExprRef) -> list[Union]:
+    """The kernel's unions whose comprehensions are all innermost, found top-down outside binders: max trees
+    by their roots (a subtree is not a union of its own), sums by the groups of Sum summands with one
+    coefficient."""
+    holding = reaching(term, COMPREHENSIONS)
+
+    def innermost_part(t: z3.ExprRef) -> bool:
+        return is_comprehension(t) and t.arg(t.num_args() - 1).get_id() not in holding
+
+    out: list[Union] = []
+    todo, seen = [(term, False)], set()
+    while todo:
+        t, in_max = todo.pop()
+        if (t.get_id(), in_max) in seen or t.get_id() not in holding:
+            continue
+        seen.add((t.get_id(), in_max))
+        is_max = _is_max_node(t)
+        if is_max and not in_max:
+            elements = _max_elements(t)
+            if any(is_comprehension(e) for e in elements) and \
+                    all(innermost_part(e) or e.get_id() not in holding for e in elements):
+                out.append(Union(t, MAX_FROM, elements, elements))
+        elif z3.is_add(t):
+            out.extend(_sum_groups(t, innermost_part))
+        children = [t.arg(1), t.arg(2)] if is_max else t.children() if z3.is_app(t) else []
+        todo.extend((c, is_max) for c in children)
+    return out
+
+
+def _sum_groups(t: z3.ExprRef, innermost_part: Callable) -> list[Union]:
+    """The summands of the sum t that are Sum comprehensions times one coefficient, by coefficient."""
+    groups: dict[str, tuple[z3.ArithRef, list, list]] = {}
+    for u in t.children():
+        scaled = scaled_sum(u)
+        if scaled is not None and innermost_part(scaled[1]):
+            c, part = scaled
+            groups.setdefault(str(c), (c, [], []))
+            groups[str(c)][1].append(part)
+            groups[str(c)][2].append(u)
+    return [Union(t, SUM, parts, members, c) for c, parts, members in groups.values() if len(parts) > 1]
 
 
 def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, exact: bool) -> bool | None:

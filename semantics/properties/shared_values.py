@@ -12,8 +12,9 @@ dependency so that an equivalence refutation is not trusted without it. The writ
 inverse of the site's offset); an obligation proves it is the *only* thread of the block that site could
 have written the element with, so the If-chain is exact: the latest phase that wrote the element decides,
 and within a phase at most one thread wrote it. (Two writers in one phase would be a race, reported by
-the race check.) A read whose writers cannot be established stays opaque, and properties depending on it
-are unknown.
+the race check.) The chain stops at the first store proved to write the element whenever the read happens
+(the stores of earlier phases are then hidden), which keeps a reduction tree through one array a tree. A read
+whose writers cannot be established stays opaque, and properties depending on it are unknown.
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class Resolver:
 
     def run(self) -> None:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+        self._resolved_stores: dict[int, Access] = {}
         stores = [a for a in self.ctx.accesses if a.space == "shared" and a.kind == "store"]
         atomics = {(a.buffer, a.phase) for a in self.ctx.accesses if a.space == "shared" and a.kind == "atomic"}
         for read in sorted(self.ctx.shared_reads, key=lambda r: r.phase):
@@ -89,10 +91,12 @@ class Resolver:
             return self._opaque(read, "two store instructions of one barrier interval may write it")
         chain = []
         for n, store in enumerate(candidates):
-            writes = self._writer(read, _resolved(store, pairs), reader_guard, reader_offset, n)
+            writes = self._writer(read, self._resolved_store(store, pairs), reader_guard, reader_offset, n)
             if writes is None:
                 return self._opaque(read, "its writer could not be determined")
             chain.append(writes)
+            if self._always(read, store, reader_guard, writes[0]):
+                break   # the latest writer writes the element whenever the read happens: earlier ones are hidden
         if not chain:
             return self._opaque(read, "no earlier store wrote it")
         self.ctx.assumes_initialized = True
@@ -100,6 +104,14 @@ class Resolver:
         for condition, stored in reversed(chain[:-1]):
             value = z3.If(condition, stored, value)
         return value
+
+    def _resolved_store(self, store: Access, pairs: list) -> Access:
+        """The store with its own shared reads resolved. Reads are resolved in phase order and a store's reads
+        are of its phase or earlier, so by the time a later read asks, `pairs` holds all of them: once is enough."""
+        key = id(store)
+        if key not in self._resolved_stores:
+            self._resolved_stores[key] = _resolved(store, pairs)
+        return self._resolved_stores[key]
 
     def _writer(self, read: SharedRead, store: Access, reader_guard, reader_offset, n: int):
         """(the store's writer wrote the element, the value it wrote), both in the reader's terms."""
@@ -124,6 +136,17 @@ class Resolver:
         wrote = z3.And(in_block, z3.substitute(store.guard, *writer),
                        z3.substitute(store.offset, *writer) == reader_offset)
         return wrote, z3.substitute(store.values[0], *writer)
+
+    def _always(self, read: SharedRead, store: Access, reader_guard: z3.BoolRef, wrote: z3.BoolRef) -> bool:
+        """Whether the store's writer writes the element whenever the read happens. Then no earlier store is
+        seen, and the chain stops here: a tree of reductions through one array stays a tree instead of
+        growing an If over every earlier phase at every level."""
+        ob = Obligation(f"equivalence: the shared store at line {store.line} always writes what the read at line "
+                        f"{read.line} reads", "equivalence",
+                        z3.And(self.thread.in_launch(self.launch), reader_guard, z3.Not(wrote)))
+        outcome = self.checker.check(ob, self.timeout_s)
+        self.record(ob, outcome)
+        return outcome.status == PROVED
 
     def _unique(self, store: Access, reader_guard, reader_offset, writer, warp_wide: bool = False) -> bool:
         """No thread of the block but the hinted one writes the element at this store site; with `warp_wide`

@@ -22,6 +22,7 @@ from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
 from semantics.ptx.machine import Pointer, simplify
 from semantics.ptx.memory import MEMORY
+from semantics.ptx.merge import Worklist
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
 from semantics.ptx.sync import SYNC
 from semantics.ptx.types import PtxType
@@ -111,7 +112,8 @@ class Executor:
     def _explore(self, state: ThreadState, pc: int, stop: tuple | None, on_back_edge) -> list:
         """Run paths from pc. Inside a loop body (`stop` = (header, latch)), a taken back edge calls
         `on_back_edge(state)`; a path leaving the body is returned as (pc, state) for the caller."""
-        work = [(pc, state)]
+        work = Worklist()
+        work.append((pc, state))
         leaving = []
         while work:
             pc, st = work.pop()
