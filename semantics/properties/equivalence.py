@@ -159,8 +159,8 @@ def _concrete_search(access: Access, ob: Obligation, values: Values, stores, thr
     if status != z3.sat:
         return None
     model = solver.model()
-    values = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
-    candidate = Outcome(REFUTED, "concrete search", 0.0, values, z3_model=model)
+    found = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
+    candidate = Outcome(REFUTED, "concrete search", 0.0, found, z3_model=model)
     return _confirm(access, ob, candidate, values, stores, thread, checker, timeout_s)
 
 
