@@ -8,7 +8,7 @@ class Model(nn.Module):
 
 
 batch_size = 4096
-dim = 262144
+dim = 393216
 
 
 def get_inputs():
