@@ -15,6 +15,7 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.properties import divisions
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
 from semantics.properties.equivalence import element_index
 from semantics.ptx.machine import Buffer, Launch, Thread
@@ -48,31 +49,24 @@ def obligation(buffer: Buffer, hints: list[Hint], thread: Thread, launch: Launch
                       {"element_index": E})
 
 
-_DIVISIONS = {z3.Z3_OP_BUDIV: "q", z3.Z3_OP_BUDIV_I: "q", z3.Z3_OP_BUREM: "r", z3.Z3_OP_BUREM_I: "r"}
-
-
 def _split_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     """The formula with each d / N and d mod N (N a constant, d a term free of bound variables: the writer
     of element e is named by the row e / N and the column e mod N, at each unrolled store e - k·256 / N …)
-    as a fresh q and r, defined by d = q·N + r and r < N on exact (128-bit) integers, which have exactly one
-    solution: equisatisfiable, and a model still gives e. A division by a constant that is not a power of
-    two is a large circuit to z3, a product by it is not: the coverage of 393216-column rows exceeded z3's
-    work limit before."""
-    found: dict[tuple[int, int], tuple[z3.BitVecRef, int, dict[str, list[z3.ExprRef]]]] = {}
-    for t in subterms(formula):
-        kind = z3.is_app(t) and _DIVISIONS.get(t.decl().kind())
-        if kind and z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() > 0 and t.arg(0).size() == 64 \
-                and not any(z3.is_var(u) for u in subterms(t.arg(0))):
+    as a fresh q and r, defined by `divisions.defines` (exactly one solution): equisatisfiable, and a model
+    still gives e. A division by a constant that is not a power of two is a large circuit to z3, a product
+    by it is not: the coverage of 393216-column rows exceeded z3's work limit before."""
+    found: dict[tuple[int, int], tuple[z3.BitVecRef, int, list[z3.ExprRef]]] = {}
+    for t in divisions.by_constant(formula):
+        if t.arg(0).size() == 64 and not any(z3.is_var(u) for u in subterms(t.arg(0))):
             key = (t.arg(0).get_id(), t.arg(1).as_long())
-            found.setdefault(key, (t.arg(0), t.arg(1).as_long(), {"q": [], "r": []}))[2][kind].append(t)
-    if not found:
-        return formula
+            found.setdefault(key, (t.arg(0), t.arg(1).as_long(), []))[2].append(t)
     pairs, facts = [], []
     for n, (dividend, divisor, terms) in enumerate(found.values()):
         q, r = z3.BitVec(f"coverage.q{n}", 64), z3.BitVec(f"coverage.r{n}", 64)
-        pairs += [(t, q) for t in terms["q"]] + [(t, r) for t in terms["r"]]
-        facts += [z3.ZeroExt(64, dividend) == z3.ZeroExt(64, q) * divisor + z3.ZeroExt(64, r), z3.ULT(r, divisor)]
-    return z3.substitute(z3.And(formula, *facts), *pairs)   # (a dividend may hold a division too)
+        pairs += [(t, q if divisions.is_quotient(t) else r) for t in terms]
+        facts.append(divisions.defines(dividend, divisor, q, r))
+    # (a dividend may hold a division too)
+    return z3.substitute(z3.And(formula, *facts), *pairs) if pairs else formula
 
 
 def never_written(buffer: Buffer, stores: list[Access], element: int, thread: Thread, launch: Launch) -> Obligation:

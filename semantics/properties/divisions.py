@@ -19,16 +19,28 @@ from semantics.terms import subterms
 DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BUREM_I)
 
 
-def _divisions(term: z3.ExprRef) -> list[z3.ExprRef]:
+def by_constant(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The divisions and remainders of `term` by a positive constant."""
     return [t for t in subterms(term) if z3.is_app(t) and t.decl().kind() in DIVISIONS
             and z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() > 0]
+
+
+def is_quotient(division: z3.ExprRef) -> bool:
+    return z3.is_app_of(division, z3.Z3_OP_BUDIV) or z3.is_app_of(division, z3.Z3_OP_BUDIV_I)
+
+
+def defines(dividend: z3.BitVecRef, divisor: int, quotient: z3.BitVecRef, remainder: z3.BitVecRef) -> z3.BoolRef:
+    """dividend = quotient·divisor + remainder and remainder < divisor, on exact (128-bit) integers: true of
+    exactly one pair, the quotient and the remainder."""
+    wide = z3.ZeroExt(64, quotient) * divisor + z3.ZeroExt(64, remainder)
+    return z3.And(z3.ZeroExt(64, dividend) == wide, z3.ULT(remainder, divisor))
 
 
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: Checker, timeout_s: float,
             record, accepted: dict, key: str) -> z3.ExprRef:
     """`term` with every division by a constant that a proved split explains replaced by its parts."""
     done: dict[tuple[int, int], tuple[z3.BitVecRef, z3.BitVecRef] | None] = {}
-    for division in _divisions(term):
+    for division in by_constant(term):
         dividend, divisor = division.arg(0), division.arg(1).as_long()
         cache_key = (dividend.get_id(), divisor)
         if cache_key not in done:
@@ -42,15 +54,12 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
         if parts is None:
             continue
         quotient, remainder = parts
-        is_div = z3.is_app_of(division, z3.Z3_OP_BUDIV) or z3.is_app_of(division, z3.Z3_OP_BUDIV_I)
-        term = z3.substitute(term, (division, quotient if is_div else remainder))
+        term = z3.substitute(term, (division, quotient if is_quotient(division) else remainder))
     return term
 
 
 def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout_s: float, record) -> bool:
-    quotient, remainder = parts
-    wide = z3.ZeroExt(64, quotient) * divisor + z3.ZeroExt(64, remainder)
-    exact = z3.And(z3.ZeroExt(64, dividend) == wide, z3.ULT(remainder, divisor))
+    exact = defines(dividend, divisor, *parts)
     ob = Obligation(f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence",
                     z3.And(hypothesis, z3.Not(exact)))
     outcome = checker.check(ob, timeout_s)

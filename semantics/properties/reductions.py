@@ -82,9 +82,7 @@ def open_family(term: z3.ExprRef, var_name: str, split: bool) -> Family:
 
 def _extremum_leaves(term: z3.ExprRef, greater: bool) -> list[z3.ExprRef]:
     """The elements of a tree of If(a >= b, a, b) (max) or If(a <= b, a, b) (min) nodes."""
-    kind = z3.Z3_OP_GE if greater else z3.Z3_OP_LE
-    if z3.is_app_of(term, z3.Z3_OP_ITE) and z3.is_app_of(term.arg(0), kind) and \
-            z3.eq(term.arg(0).arg(0), term.arg(1)) and z3.eq(term.arg(0).arg(1), term.arg(2)):
+    if _is_extremum_node(term, greater):
         return _extremum_leaves(term.arg(1), greater) + _extremum_leaves(term.arg(2), greater)
     return [term]
 
@@ -339,15 +337,9 @@ class Matcher:
     def _progression(self, f: Family, phi: z3.BitVecRef) -> z3.BitVecRef | None:
         """φ as the arithmetic progression start + stride·(j - lo) + Σ slopeₖ·τₖ it seems to be, its numbers
         read off one model of the hypothesis (a guess: the obligations that use it decide), or None."""
-        form = _affine(phi, f.var)
-        axes = f.outer.vars if f.outer else ()
-        slopes = [_affine(phi, u) for u in axes]
         lo = self._constant_under_hypothesis(f.lo)
-        if form is None or None in slopes or lo is None:
-            return None
-        first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
-        start = self._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
-        return None if start is None else _image(f, start, form[1], lo, [slope[1] for slope in slopes])
+        numbers = None if lo is None else _progression_numbers(self, f, phi, lo)
+        return None if numbers is None else _image(f, numbers[0], numbers[1], lo, numbers[2])
 
     @cached_property
     def _hypothesis_model(self) -> z3.ModelRef | None:
@@ -448,7 +440,7 @@ class Union:
     term: z3.ExprRef
     decl: z3.FuncDeclRef
     parts: list[z3.ExprRef]
-    members: list[z3.ExprRef]            # sums: the summands of `term` that are the parts (Sᵢ or c·Sᵢ)
+    members: list[z3.ExprRef]            # sums: the summands of `term` that are the parts (Sᵢ or c·Sᵢ); max: []
     coefficient: z3.ArithRef | None = None
 
     def replaced(self, kernel: z3.ExprRef, symbol: z3.ArithRef) -> z3.ExprRef:
@@ -481,9 +473,15 @@ def _grouped_everywhere(kernel: z3.ExprRef, parts: list[z3.ExprRef], members: li
     return True
 
 
-def _is_max_node(t: z3.ExprRef) -> bool:
-    return z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), z3.Z3_OP_GE) and \
+def _is_extremum_node(t: z3.ExprRef, greater: bool) -> bool:
+    """If(a >= b, a, b) (max) or If(a <= b, a, b) (min)."""
+    kind = z3.Z3_OP_GE if greater else z3.Z3_OP_LE
+    return z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), kind) and \
         z3.eq(t.arg(0).arg(0), t.arg(1)) and z3.eq(t.arg(0).arg(1), t.arg(2))
+
+
+def _is_max_node(t: z3.ExprRef) -> bool:
+    return _is_extremum_node(t, greater=True)
 
 
 def _unions(term: z3.ExprRef) -> list[Union]:
@@ -507,7 +505,7 @@ def _unions(term: z3.ExprRef) -> list[Union]:
             elements = _max_elements(t)
             if any(is_comprehension(e) for e in elements) and \
                     all(innermost_part(e) or e.get_id() not in holding for e in elements):
-                out.append(Union(t, MAX_FROM, elements, elements))
+                out.append(Union(t, MAX_FROM, elements, []))
         elif z3.is_add(t):
             out.extend(_sum_groups(t, innermost_part))
         children = [t.arg(1), t.arg(2)] if is_max else t.children() if z3.is_app(t) else []
@@ -539,18 +537,12 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
     progressions = []
     for (f, _, _), phi in zip(lanes, phis, strict=True):
         bounds = _concrete_bounds(matcher, f)
-        form = _affine(phi, f.var)
-        axes = f.outer.vars if f.outer else ()
-        slopes = [_affine(phi, u) for u in axes]
-        if bounds is None or form is None or None in slopes:
+        numbers = None if bounds is None else _progression_numbers(matcher, f, phi, bounds[0])
+        if numbers is None:
             return None
-        (lo, hi), stride, slopes = bounds, form[1], [slope[1] for slope in slopes]
+        (lo, hi), (start, stride, slopes) = bounds, numbers
         if hi <= lo:
             continue  # an empty term contributes nothing
-        first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
-        start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
-        if start is None:
-            return None
         image = _image(f, start, stride, lo, slopes)
         moves = "".join(f" + {d}·τ{k}" for k, d in enumerate(slopes))
         if not matcher._proved(f"a kernel term's image is {start} + {stride}·(j - {lo}){moves}",
@@ -564,6 +556,19 @@ def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, e
     if any(not (0 <= a < 1 << 64 and 0 <= a + s * (n - 1) < 1 << 64) for a, s, n in progressions):
         return None
     return _tiles(progressions, ref_bounds, exact)
+
+
+def _progression_numbers(matcher: Matcher, f: Family, phi: z3.BitVecRef, lo: int) -> tuple[int, int, list[int]] | None:
+    """(start, stride, slopes): φ at j = lo and τ = 0 under the hypothesis, and its constant steps in j and in
+    each τₖ; None when φ does not move by constants or the start is not fixed. Read off, not proved."""
+    form = _affine(phi, f.var)
+    axes = f.outer.vars if f.outer else ()
+    slopes = [_affine(phi, u) for u in axes]
+    if form is None or None in slopes:
+        return None
+    first = [(f.var, z3.BitVecVal(lo, 64))] + [(u, z3.BitVecVal(0, 64)) for u in axes]
+    start = matcher._constant_under_hypothesis(z3.simplify(z3.substitute(phi, *first)))
+    return None if start is None else (start, form[1], [slope[1] for slope in slopes])
 
 
 def _image(f: Family, start: int, stride: int, lo: int, slopes: list[int]) -> z3.BitVecRef:

@@ -59,10 +59,10 @@ class Resolver:
         self.ctx, self.thread, self.launch, self.shared = ctx, ctx.thread, launch, shared
         self.propose, self.checker, self.timeout_s, self.record, self.accepted = (propose, checker, timeout_s,
                                                                                   record, accepted)
+        self._resolved_stores: dict[int, Access] = {}
 
     def run(self) -> None:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
-        self._resolved_stores: dict[int, Access] = {}
         stores = [a for a in self.ctx.accesses if a.space == "shared" and a.kind == "store"]
         atomics = {(a.buffer, a.phase) for a in self.ctx.accesses if a.space == "shared" and a.kind == "atomic"}
         for read in sorted(self.ctx.shared_reads, key=lambda r: r.phase):
