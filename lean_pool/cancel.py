@@ -53,6 +53,12 @@ class CancelToken:
 CURRENT: contextvars.ContextVar[CancelToken | None] = contextvars.ContextVar("lark_cancel", default=None)
 
 
+def cancelled() -> bool:
+    """Whether the caller's token, if any, is already cancelled (then there is no point starting a query)."""
+    token = CURRENT.get()
+    return token is not None and token.cancelled
+
+
 @contextmanager
 def stoppable(stop: Callable[[], None]) -> Iterator[None]:
     """Register `stop` with the current token, if there is one."""

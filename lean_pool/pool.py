@@ -5,6 +5,8 @@ Policy, in one place:
   `unknown` with the reason — a timeout is a result for the search, never retried here;
 * a worker that crashes (killed, out of memory, protocol error) is replaced and the obligation requeued on
   the fresh worker, at most `max_attempts` times in all; then the outcome is `unknown` naming the crash;
+* a query cancelled by the caller's token (`lean_pool.cancel`: a search closed the goal another way) kills
+  its worker, which is replaced; the outcome is `unknown`, "cancelled" — never requeued;
 * a worker is recycled after `recycle_after` obligations, so solver state cannot grow without bound;
 * every worker runs under a memory limit in its own session, and is stopped by killing its process group.
 Callers on several threads share the pool; a caller waits for an idle worker (the pool's backpressure).
@@ -17,6 +19,7 @@ import threading
 from collections import Counter
 from dataclasses import dataclass
 
+from lean_pool.cancel import cancelled, stoppable
 from lean_pool.checker import Obligation, Outcome
 from lean_pool.process import WorkerCrashed, WorkerProcess, WorkerTimeout
 from lean_pool.wire import outcome_of, unknown_answer
@@ -33,7 +36,7 @@ class PoolConfig:
 class Pool:
     def __init__(self, config: PoolConfig = PoolConfig()):
         self.config = config
-        self.stats: Counter[str] = Counter()        # solved, timeouts, crashes, recycled
+        self.stats: Counter[str] = Counter()        # solved, timeouts, crashes, cancelled, recycled
         self._lock = threading.Lock()
         self._live: set[WorkerProcess] = set()
         self._idle: queue.Queue[WorkerProcess] = queue.Queue()
@@ -44,19 +47,27 @@ class Pool:
         """An answer (see `lean_pool.wire`) for one obligation text."""
         crashes = []
         for _ in range(self.config.max_attempts):
+            if cancelled():
+                return unknown_answer("cancelled")
             worker = self._idle.get()
             try:
-                answer = worker.ask(smt2, timeout_s)
+                with stoppable(worker.interrupt):
+                    answer = worker.ask(smt2, timeout_s)
             except WorkerTimeout:
                 self._replace(worker, "timeouts")
                 return unknown_answer(f"timeout after {timeout_s:.3g} s (solver worker killed and replaced)",
                                       timeout_s)
             except WorkerCrashed as exc:
+                if worker.interrupted:
+                    self._replace(worker, "cancelled")
+                    return unknown_answer("cancelled (solver worker killed and replaced)")
                 self._replace(worker, "crashes")
                 crashes.append(str(exc))
                 continue
             self.stats["solved"] += 1
-            if worker.served >= self.config.recycle_after:
+            if worker.interrupted:           # cancelled just after it answered: the answer stands
+                self._replace(worker, "cancelled")
+            elif worker.served >= self.config.recycle_after:
                 self._replace(worker, "recycled")
             else:
                 self._idle.put(worker)

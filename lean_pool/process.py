@@ -33,6 +33,7 @@ class WorkerProcess:
                                      start_new_session=True, bufsize=0)
         self.served = 0          # obligations answered, for recycling
         self.busy = False        # an obligation is in flight (read by tests and actor health checks)
+        self.interrupted = False  # killed by `interrupt`: its query was cancelled, it is not a crash
         self._ready = False
         self._pending = b""
         self._next_id = 0
@@ -89,6 +90,16 @@ class WorkerProcess:
         if code < 0:
             return f"killed by {signal.Signals(-code).name}"
         return f"exited with status {code}"
+
+    def interrupt(self) -> None:
+        """Stop the query in flight by killing the worker (safe from another thread): a solver deep in a
+        query cannot be told to stop, and a killed worker is never reused. `ask` then raises WorkerCrashed
+        and the pool, seeing `interrupted`, answers `cancelled` instead of requeueing."""
+        self.interrupted = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
     def stop(self) -> None:
         """Kill the worker's whole process group and reap it."""

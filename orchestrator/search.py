@@ -9,8 +9,9 @@ candidate, which may propose refinements, at most `max_retries` deep.
 
 The winner is the best-ranked candidate whose obligations are all proved — chosen by rank, not by who
 finishes first, so the answer does not depend on timing (a refinement ranks right after its parent). Once
-it is known, every other candidate is cancelled: no more of its obligations start, and a running in-process
-z3 query is interrupted (`lean_pool.cancel`). The job's `Budget` (wall time, solver seconds, cancellation)
+it is known, every other candidate is cancelled: no more of its obligations start, a running in-process
+z3 query is interrupted, and a query running in a pool worker (local, or behind a Ray checker actor) has its
+worker killed and replaced (`lean_pool.cancel`). The job's `Budget` (wall time, solver seconds, cancellation)
 stops the search; the goal then stays open, with the budget named as the reason.
 
 Nothing here is trusted (DESIGN §3): the core is told only which candidate to try, and checks it itself.

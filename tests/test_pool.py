@@ -7,6 +7,7 @@ worker is busy on an obligation that no solver finishes in the test's lifetime, 
 
 from __future__ import annotations
 
+import contextvars
 import os
 import signal
 import threading
@@ -17,6 +18,7 @@ import pytest
 import z3
 
 from lean_pool.budget import CANCELLED, Budget, BudgetChecker
+from lean_pool.cancel import CURRENT, CancelToken
 from lean_pool.checker import PROVED, REFUTED, UNKNOWN, Obligation, Outcome, Z3Checker
 from lean_pool.local_model import LocalModels
 from lean_pool.pool import Pool, PoolChecker, PoolConfig
@@ -103,6 +105,40 @@ def test_a_worker_killed_mid_obligation_is_replaced_and_the_obligation_requeued(
     assert "crashed 2 times" in outcome.reason and "SIGKILL" in outcome.reason
     assert p.stats["crashes"] == 2
     assert PoolChecker(p).check(EASY_REFUTED, 30).model == {"x": 6}
+
+
+def test_a_cancelled_query_kills_its_worker_and_is_not_requeued(pool):
+    p = pool(max_attempts=2)
+    token = CancelToken()
+    found: list[Outcome] = []
+
+    def run() -> None:
+        CURRENT.set(token)
+        found.append(PoolChecker(p).check(HARD, 600))
+    thread = threading.Thread(target=run)
+    thread.start()
+    pid = busy_worker(p)
+    token.cancel()
+    thread.join(60)
+    assert not thread.is_alive()
+    [outcome] = found
+    assert outcome.status == UNKNOWN and outcome.reason.startswith("cancelled")
+    assert p.stats["cancelled"] == 1 and p.stats["crashes"] == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert [w.pid for w in p.workers()] != [pid]
+    assert PoolChecker(p).check(EASY_REFUTED, 30).model == {"x": 6}
+
+
+def test_an_already_cancelled_caller_uses_no_worker(pool):
+    p = pool()
+    token = CancelToken()
+    token.cancel()
+    context = contextvars.copy_context()
+    context.run(CURRENT.set, token)
+    outcome = context.run(PoolChecker(p).check, EASY_PROVED, 30)
+    assert (outcome.status, outcome.reason) == (UNKNOWN, "cancelled")
+    assert p.stats["solved"] == 0 and p.workers()[0].served == 0
 
 
 def test_a_dead_idle_worker_costs_nothing(pool):

@@ -183,5 +183,15 @@ def test_alternatives_are_checked_in_parallel_on_ray_checker_actors():
         assert all(c.values["value"] == c.values["x"] % 10 for c in strategy.counterexamples)
         served = sum(h["stats"].get("solved", 0) for h in ray.get([a.health.remote() for a in actors]))
         assert served == 3 and all(ray.get([a.health.remote() for a in actors]))
+
+        # The loser's query is stopped inside the actor: its pool worker is killed, not left to its timeout.
+        checker = Recording(RemoteChecker(actors))
+        start = time.monotonic()
+        with Search(checker, {"digit": [Listed(["easy", "hard"])]}, width=2) as search:
+            closed = search.close(goal(lambda hint: digit_bound(9) if hint == "easy" else [factoring()], 300.0))
+        assert closed.hint == "easy" and search.stats.cancelled == 1
+        assert time.monotonic() - start < 120.0
+        hard = checker.outcomes.get("factor")
+        assert hard is None or (hard.status != PROVED and hard.reason.startswith("cancelled"))
     finally:
         ray.shutdown()
