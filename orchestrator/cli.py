@@ -29,7 +29,8 @@ from semantics.torch.capture import ReferenceError as ReferenceCaptureError
 from semantics.verdict import Provers, verify
 
 PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose, split=inverse.split)
-STRATEGIES: dict[str, list[Strategy]] = {"bounds": [ProverStrategy("bounds", bounds.candidates)]}
+STRATEGIES: dict[str, list[Strategy]] = {"bounds": [ProverStrategy("bounds", bounds.candidates)],
+                                         "reindex": [ProverStrategy("reindex", reindex.candidates)]}
 SEARCH_WIDTH = 2     # obligations a local search checks at once (in-process z3 solves outside the GIL)
 
 
@@ -124,7 +125,11 @@ def main() -> None:
               help="Solver-time budget in seconds (summed over obligations); once spent, the rest is unknown.")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
                    witness: Path | None, workers: int | None, address: str | None, solver_s: float | None) -> None:
-    """Verify the task described by TASK (a lark.toml). Exit 0 verified, 1 refuted, 2 unknown, 3 error."""
+    """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
+    2 unknown, 3 error."""
+    if task.is_dir() and (task / "lark.toml").is_file():
+        task = task / "lark.toml"
+
     def progress(stage: str) -> None:
         if not as_json:
             click.echo(f"[lark] {stage} ...", err=True)

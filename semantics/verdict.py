@@ -59,7 +59,8 @@ class Provers:
     `search(kind, key, args, obligations, timeout_s)`, optional, explores alternative hints for a goal before
     the core asks: given the core's own map from a hint to the obligations that prove it, it returns the
     hints to try (the winner of an untrusted search, orchestrator/search.py). The core checks what it uses
-    exactly as it checks any prover's hint; today loop bounds and exact exits are searched."""
+    exactly as it checks any prover's hint; today loop bounds, exact exits and reductions' reindexings φ
+    are searched."""
 
     inverse: Callable
     bounds: Callable

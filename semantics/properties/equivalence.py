@@ -109,7 +109,8 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
                 # matcher on what is left
                 return prefix.Chain(prefix.splitter(hypothesis, key, checker, timeout_s, record),
                                     padded_tiles.TileCutter(hypothesis, key, checker, timeout_s, record),
-                                    Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key))
+                                    Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key,
+                                            provers.search))
 
             def divide(term, hypothesis, key=key):
                 return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key)

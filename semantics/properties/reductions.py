@@ -13,7 +13,10 @@ and replaces each proved pair by one fresh symbol. The theorems it relies on, ov
   initial values) equals some reference element, and every reference element equals some kernel element,
   the two maxima are equal.
 
-The reindexings φ (kernel -> reference) and ψ (reference -> kernel) are hints.
+The reindexings φ (kernel -> reference) and ψ (reference -> kernel) are hints. With a search attached
+(`search`, see `semantics.verdict.Provers`), each lane's φ is searched among the prover's alternatives (a
+term reading one buffer twice pairs its reads in several ways, only some right) against the very obligations
+the matcher then proves itself; without a winner, the prover's first proposal is used, as without a search.
 
 Every premise is an obligation (unsat proves it) under the hypothesis that the store happens; the hints
 (φ, ψ) come from an untrusted prover.
@@ -131,9 +134,10 @@ class Matcher:
     """Proves comprehension pairs equal under a hypothesis, recording every obligation."""
 
     def __init__(self, hypothesis: z3.BoolRef, reindex: Callable, checker: Checker, timeout_s: float, record,
-                 accepted: dict, key: str):
+                 accepted: dict, key: str, search: Callable | None = None):
         self.hyp = hypothesis
         self.reindex = reindex
+        self.search = search
         self.checker = checker
         self.timeout_s = timeout_s
         self.record = record
@@ -144,8 +148,11 @@ class Matcher:
         # symbol name -> the reference comprehension it was proved equal to (replay evaluates it there)
         self.meanings: dict[str, z3.ExprRef] = {}
 
+    def _obligation(self, name: str, formula: z3.BoolRef) -> Obligation:
+        return Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
+
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
-        ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
+        ob = self._obligation(name, formula)
         outcome = self.checker.check(ob, self.timeout_s)
         self.record(ob, outcome)
         return outcome.status == PROVED
@@ -254,28 +261,23 @@ class Matcher:
         multiset for sums: a surjective map between equal-sized finite sets is a bijection)."""
         h = ref.lanes[0]
         lanes = [(f, i, lane) for f in families for i, lane in enumerate(f.lanes)]
-        hinted = [self.reindex(f"{key}:phi{n}", lane, f.var, h, ref.var) for n, (f, _, lane) in enumerate(lanes)]
         psis = [self.reindex(f"{key}:psi{n}", h, ref.var, lane, f.var) for n, (f, _, lane) in enumerate(lanes)]
-        if None in hinted:
-            return False
         phis = []
-        for n, ((f, _, lane), hint) in enumerate(zip(lanes, hinted, strict=True)):
-            # (for max/min an element may also be the reference's initial value)
-            is_init = lane == ref.init if ref.init is not None and ref.kind != "sum" else z3.BoolVal(False)
+        for n, (f, _, lane) in enumerate(lanes):
+            hint = self._phi_hint(f"{key}:phi{n}", n, f, lane, ref)
+            if hint is None:
+                return False
             # the hint as the progression it seems to be first: an element of the reference at an affine index
             # is far easier for the solver than at the hint's index expression (which it must relate to the
             # kernel's own); the hint itself when that fails
             candidates = [c for c in (self._progression(f, hint), hint) if c is not None]
             phi = next((c for n_c, c in enumerate(candidates)
                         if not any(z3.eq(c, d) for d in candidates[:n_c]) and
-                        self._proved(f"term {n} of a kernel reduction equals the reference's element",
-                                     z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, c)), z3.Not(is_init)))),
-                       None)
+                        self._proved(*self._element(n, f, lane, ref, c))), None)
             if phi is None:
                 return False
             phis.append(phi)
-            if not self._proved(f"term {n} of a kernel reduction stays in the reference's range",
-                                z3.And(_in(f, f.var), z3.Not(_in(ref, phi)), z3.Not(is_init))):
+            if not self._proved(*self._in_range(n, f, lane, ref, phi)):
                 return False
         cover = _progression_cover(self, lanes, phis, ref, exact=ref.kind == "sum")
         folded = any(f.outer for f in families)  # the two covers below know no τ: a folded match needs the first
@@ -293,6 +295,33 @@ class Matcher:
         self.accepted.update({f"{key}:phi{n}": phi for n, phi in enumerate(phis)})
         self.accepted.update({f"{key}:psi{n}": psi for n, psi in enumerate(psis) if psi is not None})
         return True
+
+    def _phi_hint(self, key: str, n: int, f: Family, lane: z3.ArithRef, ref: Family) -> z3.BitVecRef | None:
+        """Lane n's φ: the search's winner among the prover's alternatives, judged by the obligations below
+        (on the form the matcher tries first), or else the prover's own proposal."""
+        args = (lane, f.var, ref.lanes[0], ref.var)
+        if self.search is not None:
+            def obligations(hint: z3.BitVecRef) -> list[Obligation]:
+                phi = self._progression(f, hint)
+                phi = hint if phi is None else phi
+                return [self._obligation(*self._element(n, f, lane, ref, phi)),
+                        self._obligation(*self._in_range(n, f, lane, ref, phi))]
+            won = self.search("reindex", key, args, obligations, self.timeout_s)
+            if won:
+                return won[0]
+        return self.reindex(key, *args)
+
+    @staticmethod
+    def _element(n: int, f: Family, lane: z3.ArithRef, ref: Family, phi: z3.BitVecRef) -> tuple[str, z3.BoolRef]:
+        """Lane n at j is the reference's element at φ(j) (for max/min it may also be the initial value)."""
+        h = ref.lanes[0]
+        return (f"term {n} of a kernel reduction equals the reference's element",
+                z3.And(_in(f, f.var), lane != z3.substitute(h, (ref.var, phi)), z3.Not(_is_init(lane, ref))))
+
+    @staticmethod
+    def _in_range(n: int, f: Family, lane: z3.ArithRef, ref: Family, phi: z3.BitVecRef) -> tuple[str, z3.BoolRef]:
+        return (f"term {n} of a kernel reduction stays in the reference's range",
+                z3.And(_in(f, f.var), z3.Not(_in(ref, phi)), z3.Not(_is_init(lane, ref))))
 
     def _covered(self, lanes: list, phis: list, psis: list, families: list[Family], ref: Family) -> bool:
         """Surjectivity in one obligation: each reference element is hit by some kernel term's preimage. For a
@@ -403,6 +432,11 @@ class Matcher:
         self.accepted[f"{key}:j"] = j
         return [z3.And(f.outer.contains([tau]), z3.ULE(lo, j), z3.ULT(j, hi),
                        value == z3.substitute(lane_at, (f.var, j)))]
+
+
+def _is_init(lane: z3.ArithRef, ref: Family) -> z3.BoolRef:
+    """For max/min a kernel element may be the reference's initial value instead of one of its elements."""
+    return lane == ref.init if ref.init is not None and ref.kind != "sum" else z3.BoolVal(False)
 
 
 def _family(term: z3.ExprRef, var_name: str, split: bool, outer: Outer | None = None) -> Family:
