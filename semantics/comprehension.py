@@ -1,11 +1,14 @@
-"""Sum and max comprehensions over integer ranges: the normal form reductions meet in.
+"""Sum, product and max comprehensions over integer ranges: the normal form reductions meet in.
 
-`Sum(lo, hi, f)` is Σ_{lo ≤ j < hi} f[j] and `MaxFrom(init, lo, hi, f)` is max(init, f[lo], …, f[hi-1]),
-with bounds as 64-bit vectors (unsigned) and `f` a z3 lambda from a 64-bit index to a real. Both are
-uninterpreted in the solver: two comprehensions are identified only by the trusted matcher
-(`semantics/properties/reductions.py`), which proves a reindexing between their domains and the equality
-of their bodies, and then replaces both by one symbol. Everything else about them (commutativity,
-associativity of + and max over reals) is used there, nowhere else.
+`Sum(lo, hi, f)` is Σ_{lo ≤ j < hi} f[j], `Prod(lo, hi, f)` is Π_{lo ≤ j < hi} f[j] (1 when empty) and
+`MaxFrom(init, lo, hi, f)` is max(init, f[lo], …, f[hi-1]), with bounds as 64-bit vectors (unsigned) and `f`
+a z3 lambda from a 64-bit index to a real. All are uninterpreted in the solver: two comprehensions are
+identified only by the trusted matchers (`semantics/properties/reductions.py` for Sum/MaxFrom/MinFrom,
+`semantics/properties/prefix.py` for running sums and products against prefixes), which prove a
+reindexing between their domains and the equality of their bodies, and then replace both by one symbol.
+Everything else about them (commutativity, associativity of +, * and max over reals) is used there, nowhere
+else. A product is not a sum: its neutral element is 1, not 0, and no constant distributes over it; code
+written for Sum (zero tails, coefficients, splitting into parts) must leave Prod alone.
 """
 
 from __future__ import annotations
@@ -18,12 +21,18 @@ BODY = z3.ArraySort(INDEX, z3.RealSort())
 SUM = z3.Function("Sum", INDEX, INDEX, BODY, z3.RealSort())
 MAX_FROM = z3.Function("MaxFrom", z3.RealSort(), INDEX, INDEX, BODY, z3.RealSort())
 MIN_FROM = z3.Function("MinFrom", z3.RealSort(), INDEX, INDEX, BODY, z3.RealSort())
-COMPREHENSIONS = (SUM, MAX_FROM, MIN_FROM)
+PROD = z3.Function("Prod", INDEX, INDEX, BODY, z3.RealSort())
+COMPREHENSIONS = (SUM, MAX_FROM, MIN_FROM, PROD)
 
 
 def sum_over(lo: z3.BitVecRef | int, hi: z3.BitVecRef | int, j: z3.BitVecRef, body: z3.ArithRef) -> z3.ArithRef:
     """Σ_{lo ≤ j < hi} body, with j a 64-bit bound variable (a z3 constant used only inside body)."""
     return SUM(_index(lo), _index(hi), z3.Lambda([j], body))
+
+
+def prod_over(lo: z3.BitVecRef | int, hi: z3.BitVecRef | int, j: z3.BitVecRef, body: z3.ArithRef) -> z3.ArithRef:
+    """Π_{lo ≤ j < hi} body (1 when lo ≥ hi), with j a 64-bit bound variable."""
+    return PROD(_index(lo), _index(hi), z3.Lambda([j], body))
 
 
 def max_over(init: z3.ArithRef, lo, hi, j: z3.BitVecRef, body: z3.ArithRef) -> z3.ArithRef:

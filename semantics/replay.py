@@ -16,7 +16,7 @@ import z3
 
 from semantics import sparse
 from semantics.axioms import IDEAL_FUNCTIONS
-from semantics.comprehension import MAX_FROM, SUM, is_comprehension
+from semantics.comprehension import MAX_FROM, PROD, SUM, is_comprehension
 from semantics.ptx.neginf import NEG_INF
 from semantics.terms import subterms
 
@@ -111,14 +111,15 @@ class Evaluator:
             raise NotConcrete("division by zero") from exc
 
     def _comprehension(self, term: z3.ExprRef) -> object:
-        """Expand a Sum/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads);
+        """Expand a Sum/Prod/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads);
         `value` memoizes it."""
         return self._expand(term)
 
     def _expand(self, term: z3.ExprRef) -> object:
         args = term.children()
-        init = None if term.decl() == SUM else self.value(args[0])
-        lo, hi, lam = (args if term.decl() == SUM else args[1:])
+        plain = term.decl() in (SUM, PROD)   # no initial value
+        init = None if plain else self.value(args[0])
+        lo, hi, lam = (args if plain else args[1:])
         lo, hi = self.value(lo), self.value(hi)
         values, copies = None, (None, 0)
         if hi - lo > SPARSE_FROM:
@@ -133,6 +134,9 @@ class Evaluator:
         if term.decl() == SUM:
             total = mpmath.fsum(values) if values else mpmath.mpf(0)
             return total + copies[0] * copies[1] if copies[1] else total
+        if term.decl() == PROD:   # the copies of the other term: one power (an empty product is 1)
+            product = mpmath.fprod(values) if values else mpmath.mpf(1)
+            return product * copies[0] ** copies[1] if copies[1] else product
         pick = max if term.decl() == MAX_FROM else min
         return pick([init, *values, *([copies[0]] if copies[1] else [])])
 

@@ -1,4 +1,4 @@
-"""Replaying a long Sum/MaxFrom without enumerating its terms: witness inputs are sparse.
+"""Replaying a long Sum/Prod/MaxFrom without enumerating its terms: witness inputs are sparse.
 
 A replayed witness gives each input buffer finitely many explicit elements (the model's table and the
 overrides) and one default value for every other element. When a comprehension's bound variable j occurs

@@ -1,7 +1,7 @@
 """ATen reductions, contractions, scans and normalizations as comprehensions (semantics/torch/reductions.py).
 
 Every model is captured for real (one worker call, a module fixture). The structure tests prove with z3
-that an output element is the expected `Sum`/`MaxFrom` term, the expected term written with bound
+that an output element is the expected `Sum`/`Prod`/`MaxFrom` term, the expected term written with bound
 variables of other names, so that the check is extensional (the lambdas are equal arrays), not syntactic.
 The differential tests expand every comprehension over its concrete bounds, evaluate the term exactly
 (ideal functions by mpmath) on concrete inputs and parameters, and compare with torch in float64.
@@ -20,7 +20,7 @@ import torch
 import z3
 
 from semantics.axioms import IDEAL_FUNCTIONS, ideal
-from semantics.comprehension import MAX_FROM, MIN_FROM, SUM, is_comprehension, max_over, sum_over
+from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, is_comprehension, max_over, prod_over, sum_over
 from semantics.torch.capture import RefGraph, capture_references
 from semantics.torch.ops import RefEnv, Unsupported, reference_outputs
 from semantics.torch.reductions import REDUCTION_OPS
@@ -49,7 +49,8 @@ def _model(forward: str, inputs: str, signature: str = "x", init: str = "pass") 
 # Models whose outputs have their structure proved: several outputs per model (one capture each).
 STRUCTURE = {
     "x45": _model("(x.sum(dim=1), torch.max(x, dim=1).values, x.amax(-1), x.mean(dim=(1,)), F.softmax(x, dim=-1), "
-                  "x.var(dim=1, unbiased=False), x.var(dim=1, unbiased=True), torch.cumsum(x, dim=1))",
+                  "x.var(dim=1, unbiased=False), x.var(dim=1, unbiased=True), torch.cumsum(x, dim=1), "
+                  "torch.cumprod(x, dim=1))",
                   "torch.randn(4, 5)"),
     "sum_keep": _model("x.sum(dim=(0, -1), keepdim=True)", "torch.randn(3, 4, 5)"),
     "products": _model("(a @ b, c @ d, torch.bmm(p, q))", "torch.randn(4, 3), torch.randn(3, 5), torch.randn(4, 3), "
@@ -58,12 +59,12 @@ STRUCTURE = {
                      "self.fc = nn.Linear(3, 5); self.ln = nn.LayerNorm(5)"),
     # unsupported: each alone, since one unmodelled node makes the whole reference unsupported
     "max_both": _model("torch.max(x, dim=1).values + torch.max(x, dim=1).indices", "torch.randn(4, 5)"),
-    "cumprod": _model("torch.cumprod(x, dim=1)", "torch.randn(4, 5)"),
+    "logcumsumexp": _model("torch.logcumsumexp(x, dim=1)", "torch.randn(4, 5)"),
     "prod": _model("x.prod(dim=1)", "torch.randn(4, 5)"),
     "argmin": _model("x.argmin(dim=1)", "torch.randn(4, 5)"),
     "int_sum": _model("x.sum(dim=1)", "torch.randint(0, 5, (4, 5))"),
 }
-X45 = ["sum", "max_values", "amax", "mean", "softmax", "var_biased", "var_unbiased", "cumsum"]
+X45 = ["sum", "max_values", "amax", "mean", "softmax", "var_biased", "var_unbiased", "cumsum", "cumprod"]
 
 # Differential groups: (signature, inputs, __init__ body, [(name, expression)]); one model per group
 # returning every expression, inputs tiny since every output element is checked.
@@ -80,6 +81,7 @@ DIFFERENTIAL = {
         ("softmin", "F.softmin(x, dim=1)"), ("logsumexp", "torch.logsumexp(x, dim=1)"),
         ("rms_by_hand", "x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)"),
         ("cumsum", "torch.cumsum(x, dim=1)"), ("cumsum_reverse", "torch.cumsum(x.flip(1), dim=1).flip(1)"),
+        ("cumprod", "torch.cumprod(x, dim=1)"), ("cumprod_f64", "torch.cumprod(x, dim=0, dtype=torch.float64)"),
         ("any_all", "(x > 0.5).any(dim=1).float() + (x < 2).all(dim=0).float().sum()"),
         ("nested_softmax", "(torch.softmax(x, -1) * x).sum(-1) + torch.softmax(x, 1).var(1)"),
     ]),
@@ -88,6 +90,7 @@ DIFFERENTIAL = {
         ("amin_multi", "z.amin(dim=(0, 2))"), ("min_values_keep", "torch.min(z, dim=-1, keepdim=True)[0]"),
         ("std_multi", "z.std(dim=(0, 2), keepdim=True)"), ("softmax_dim0", "torch.softmax(z, dim=0)"),
         ("layer_norm_2d", "F.layer_norm(z, (3, 4))"), ("cumsum_masked", "torch.cumsum(z * (z > 0), dim=-1)"),
+        ("cumprod_middle", "torch.cumprod(z, dim=1)"), ("cumprod_last_plus_1", "torch.cumprod(z + 1, dim=-1)"),
     ]),
     "products": ("a, b, c, p, q, r, s, t", "torch.randn(3, 4), torch.randn(4, 2), torch.randn(3, 4), "
                  "torch.randn(2, 3, 4), torch.randn(2, 4, 2), torch.randn(2, 1, 2, 3), torch.randn(2, 3, 2), "
@@ -297,6 +300,13 @@ def test_cumsum_is_a_prefix_sum(x45):
     assert not _proved(x45["cumsum"] == sum_over(0, col, K, X_(row + K)), 20)
 
 
+def test_cumprod_is_a_prefix_product(x45):
+    row, col = z3.UDiv(E, 5) * 5, z3.URem(E, 5)
+    assert _proved(x45["cumprod"] == prod_over(0, col + 1, K, X_(row + K)), 20)
+    assert not _proved(x45["cumprod"] == prod_over(0, col, K, X_(row + K)), 20)
+    assert not _proved(x45["cumprod"] == sum_over(0, col + 1, K, X_(row + K)), 20)   # a product, not a sum
+
+
 def test_terms_are_deterministic_and_name_their_node(graphs):
     env = {"input:0": A_, "input:1": X_, "param:fc.weight": A_, "param:fc.bias": B_, "param:ln.weight": A_,
            "param:ln.bias": B_}
@@ -308,7 +318,8 @@ def test_terms_are_deterministic_and_name_their_node(graphs):
 
 @pytest.mark.parametrize("name, message", [
     ("max_both", "aten.max.dim: the indices result is not modelled"),
-    ("cumprod", "aten.cumprod.default"), ("prod", "aten.prod.dim_int"), ("argmin", "aten.argmin.default"),
+    ("logcumsumexp", "aten.logcumsumexp.default"), ("prod", "aten.prod.dim_int"),
+    ("argmin", "aten.argmin.default"),
     ("int_sum", "aten.sum.dim_IntList with result dtype int64"),
 ])
 def test_unsupported_names_the_op(graphs, name, message):
@@ -337,7 +348,7 @@ _REAL_OPS = {
 
 class _Evaluator:
     """Exact value of a closed term: inputs by their values, ideal functions by mpmath, and a comprehension
-    as the sum / max / min of its body at each index of its (concrete) range, the body obtained by
+    as the sum / product / max / min of its body at each index of its (concrete) range, the body obtained by
     applying the lambda to the index (z3 beta-reduces the select)."""
 
     def __init__(self, values: dict[str, torch.Tensor]):
@@ -365,12 +376,14 @@ class _Evaluator:
         decl = t.decl()
         if z3.is_app_of(t, z3.Z3_OP_ITE):
             return self(t.arg(1)) if self(t.arg(0)) else self(t.arg(2))
-        if decl in (SUM, MAX_FROM, MIN_FROM):
+        if decl in (SUM, PROD, MAX_FROM, MIN_FROM):
             *init, lo, hi, body = t.children()
             items = [self(z3.simplify(z3.Select(body, z3.BitVecVal(j, 64))))
                      for j in range(self.index(lo), self.index(hi))]
             if decl == SUM:
                 return sum(items, mpmath.mpf(0))
+            if decl == PROD:
+                return math.prod(items, start=mpmath.mpf(1))
             return (max if decl == MAX_FROM else min)([self(init[0])] + items)
         if decl.name() in self.values:
             value = self.values[decl.name()][self.index(t.arg(0))].item()
@@ -440,6 +453,7 @@ DIRECT = [
     ("aten.linalg_vector_norm.default", {"self": "z", "ord": -math.inf, "dim": [1], "keepdim": True,
                                          "dtype": None}),
     ("aten.cumsum.default", {"self": "z", "dim": 0, "dtype": torch.float64}),
+    ("aten.cumprod.default", {"self": "z", "dim": -1, "dtype": None}),
     ("aten._native_batch_norm_legit.default", {"input": "z", "weight": "q", "bias": "q", "running_mean": "q",
                                                "running_var": "qa", "training": False, "momentum": 0.1,
                                                "eps": 1e-5}),

@@ -8,6 +8,7 @@ two values still differ when recomputed on real numbers (`semantics.replay`).
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
+from semantics.comprehension import PROD
 from semantics.properties import divisions, padded_tiles, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
@@ -31,9 +33,12 @@ from semantics.properties.reductions import Matcher, innermost
 from semantics.ptx.machine import Buffer, Thread, simplify
 from semantics.ptx.state import Access
 from semantics.replay import Evaluator, NotConcrete, as_json_number, differ
-from semantics.terms import constants, subterms
+from semantics.terms import applications, constants, subterms
 
 RESAMPLES = 24
+UNIT_RESAMPLES = 24
+UNITS = (-1, 1)                                  # a default element (all but a few of a row) in those draws
+SMALL = (-2, -1, Fraction(1, 2), 1, 2, 3)        # an element with a value of its own
 UNMATCHED_TIMEOUT_S = 10.0
 
 
@@ -227,19 +232,37 @@ def _may_be_overwritten(access, thread, model, stores, fixes, checker, timeout_s
 
 def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.ModelRef, fixes):
     """(kernel value, reference value, inputs read) on real numbers, first with the model's inputs, then
-    with random ones at the same thread; None when no evaluation shows a difference."""
+    with drawn ones at the same thread; None when no evaluation shows a difference that floats can show (a
+    witness reports both values as numbers). Two kinds of draws: random ratios, and 'unit' draws that give
+    every default element ±1 and the few others small values. A running product over a long row overflows
+    or vanishes at almost any ratios, so when a Prod is compared the unit draws come first."""
     concrete_value = z3.substitute(value, *fixes) if fixes else value
     concrete_expected = z3.substitute(expected, *fixes) if fixes else expected
+    products = applications(concrete_value, (PROD,)) or applications(concrete_expected, (PROD,))
+    draws = ["unit"] * UNIT_RESAMPLES + ["ratio"] * RESAMPLES if products else \
+        ["ratio"] * RESAMPLES + ["unit"] * UNIT_RESAMPLES
     rng = random.Random(0)
     overrides: dict = {}
-    for attempt in range(RESAMPLES + 1):
+    for draw in (*draws, None):
         ev = Evaluator(model, dict(overrides), definitions)
         try:
             a, b = ev.value(concrete_value), ev.value(concrete_expected)
         except NotConcrete:
             a = b = None
-        if a is not None and differ(a, b):
+        if a is not None and differ(a, b) and _shown(a, b):
             return a, b, ev.reads
-        overrides = {key: Fraction(rng.choice([-1, 1]) * rng.randint(1, 400), rng.randint(1, 100))
-                     for key in ev.reads} if attempt < RESAMPLES else {}
+        if draw is not None:
+            overrides = {key: _drawn(rng, draw, key[1] is None) for key in ev.reads}
     return None
+
+
+def _drawn(rng: random.Random, draw: str, default: bool) -> Fraction:
+    if draw == "ratio":
+        return Fraction(rng.choice([-1, 1]) * rng.randint(1, 400), rng.randint(1, 100))
+    return Fraction(rng.choice(UNITS if default else SMALL))
+
+
+def _shown(a: object, b: object) -> bool:
+    """Whether two values that differ still differ as floats, both finite."""
+    x, y = float(a), float(b)
+    return math.isfinite(x) and math.isfinite(y) and x != y

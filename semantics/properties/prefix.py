@@ -1,4 +1,5 @@
-"""Prefix sums: a kernel's running sum at iteration k against the reference's Σ over a prefix.
+"""Prefix sums and products: a kernel's running sum (product) at iteration k against the reference's Σ (Π)
+over a prefix.
 
 A scan kernel that stores its accumulator inside the loop stores, at iteration k of a loop unrolled s
 times, `acc₀ + Sum(0, k, λj. B(j)) + e_0 + … + e_{q-1}`: the whole groups of s elements summed so far plus
@@ -25,35 +26,62 @@ and both are replaced by one fresh symbol: the kernel side by the symbol, the re
 the symbol plus the p tail elements. The final obligation compares what is left (the partial group against
 the tail), so a wrong scan (a store before the add) leaves a satisfiable difference, whose model is then
 confirmed on real numbers like any other.
+
+Products (cumprod, a running `acc *= x`) use the same theorem with Π for Σ and · for +:
+    Π_{lo ≤ m < N} h(m) = Π_{0 ≤ j < K} (Π_{0 ≤ i < s} h(lo + s·j + i)) · Π_{0 ≤ t < p} h(lo + s·K + t),
+by the same bijections (finite products of reals may be reordered and regrouped; an empty product is 1).
+The group size s counts the factors of B (factors 1 dropped: they multiply by nothing), the kernel's Prod
+is found among the factors of the stored value (not its summands), obligation 2 compares B(j) with the
+product of the group, and the reference's Prod becomes the symbol times the tail. Nothing else carries
+over: a product has no zero tail, no coefficient that distributes over it, and no cut of its range.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import COMPREHENSIONS, SUM, is_comprehension
+from semantics.comprehension import COMPREHENSIONS, PROD, SUM, is_comprehension
 from semantics.terms import applications, reaching, subterms
 
 MAX_TAIL = 64        # the partial group is at most one unrolled iteration: a few elements, never a row
 MAX_GROUP = 64
 
 
-def _summands(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The terms of a sum, zeros dropped (they add nothing, and must not count as a group's element)."""
-    if z3.is_add(term):
-        return [t for child in term.children() for t in _summands(child)]
-    if z3.is_rational_value(term) and term.as_fraction() == 0:
-        return []
-    return [term]
+@dataclass(frozen=True)
+class Monoid:
+    """The operation of a running reduction: its comprehension, how a term splits into operands (the
+    neutral element dropped: it must not count as a group's element), and how operands combine."""
+
+    name: str
+    decl: z3.FuncDeclRef
+    is_node: Callable[[z3.ExprRef], bool]
+    neutral: int
+    combine: Callable[[list[z3.ExprRef]], z3.ExprRef]
+
+    def operands(self, term: z3.ExprRef) -> list[z3.ExprRef]:
+        if self.is_node(term):
+            return [t for child in term.children() for t in self.operands(child)]
+        if z3.is_rational_value(term) and term.as_fraction() == self.neutral:
+            return []
+        return [term]
+
+    def of(self, terms: list[z3.ExprRef]) -> z3.ExprRef:
+        return terms[0] if len(terms) == 1 else self.combine(terms)
 
 
-def _innermost_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The Sum comprehensions in `term` whose bodies contain no comprehension, each once."""
+SUM_MONOID = Monoid("sum", SUM, z3.is_add, 0, lambda ts: z3.Sum(ts))
+PROD_MONOID = Monoid("product", PROD, z3.is_mul, 1, lambda ts: z3.Product(ts))
+MONOIDS = (SUM_MONOID, PROD_MONOID)
+
+
+def _innermost(term: z3.ExprRef, decl: z3.FuncDeclRef) -> list[z3.ExprRef]:
+    """The `decl` comprehensions in `term` whose bodies contain no comprehension, each once."""
     holding = reaching(term, COMPREHENSIONS)
-    return [t for t in applications(term, (SUM,)) if t.arg(2).get_id() not in holding]
+    return [t for t in applications(term, (decl,)) if t.arg(2).get_id() not in holding]
 
 
 def _wide(term: z3.BitVecRef) -> z3.BitVecRef:
@@ -61,7 +89,7 @@ def _wide(term: z3.BitVecRef) -> z3.BitVecRef:
 
 
 class PrefixSplitter:
-    """Rewrites a kernel running sum and the reference's prefix comprehension to one shared symbol.
+    """Rewrites a kernel running sum (product) and the reference's prefix comprehension to one shared symbol.
 
     `prove(name, formula)` must return True only when `hypothesis ∧ formula` is proved unsatisfiable (it also
     records the obligation); `guess(term)` returns the value of a bit-vector term in one model of the
@@ -75,22 +103,27 @@ class PrefixSplitter:
         self.count = 0
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-        sums = [t for t in _summands(kernel) if z3.is_app(t) and t.decl() == SUM]
-        if not sums:
-            return kernel, reference
-        for ck in sums:
+        for op in MONOIDS:
+            kernel, reference = self._rewrite(op, kernel, reference)
+        return kernel, reference
+
+    def _rewrite(self, op: Monoid, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        """The running reductions of `op` among the operands of the kernel's value (a sum's summands, a
+        product's factors), each against the reference's innermost comprehensions of the same kind."""
+        running = [t for t in op.operands(kernel) if z3.is_app(t) and t.decl() == op.decl]
+        for ck in running:
             if any(is_comprehension(s) for s in subterms(ck.arg(2).body())):
                 continue
-            for cr in _innermost_sums(reference):
-                replaced = self._split(ck, cr)
+            for cr in _innermost(reference, op.decl):
+                replaced = self._split(op, ck, cr)
                 if replaced is not None:
                     symbol, tail = replaced
                     kernel = z3.substitute(kernel, (ck, symbol))
-                    reference = z3.substitute(reference, (cr, symbol + tail if tail is not None else symbol))
+                    reference = z3.substitute(reference, (cr, op.of([symbol, tail]) if tail is not None else symbol))
                     break
         return kernel, reference
 
-    def _split(self, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[z3.ArithRef, z3.ArithRef | None] | None:
+    def _split(self, op: Monoid, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[z3.ArithRef, z3.ArithRef | None] | None:
         lo_k, count, body_k = ck.children()
         lo, end, body_r = cr.children()
         if not (z3.is_bv_value(z3.simplify(lo_k)) and z3.simplify(lo_k).as_long() == 0):
@@ -98,7 +131,7 @@ class PrefixSplitter:
         if z3.is_bv_value(z3.simplify(lo)) and z3.is_bv_value(z3.simplify(end)):
             return None     # a fixed domain, not a prefix: the general matcher's reindexing proves it cheaply
         j = z3.BitVec(f"prefix_j!{self.key}.{self.count}", 64)  # named, not fresh: obligation texts are hashed
-        lanes = _summands(z3.substitute_vars(body_k.body(), j))
+        lanes = op.operands(z3.substitute_vars(body_k.body(), j))
         s = len(lanes)
         if not 1 <= s <= MAX_GROUP:
             return None
@@ -109,18 +142,18 @@ class PrefixSplitter:
         def h(index: z3.BitVecRef) -> z3.ArithRef:
             return z3.substitute_vars(body_r.body(), index)
 
-        where = f"{self.key}: a running sum of {s}-element groups against a prefix"
+        where = f"{self.key}: a running {op.name} of {s}-element groups against a prefix"
         if not self.prove(f"{where}: the prefix has {s}·K + {p} elements",
                           _wide(end) != _wide(lo) + s * _wide(count) + p):
             return None
-        group = z3.Sum([h(lo + s * j + i) for i in range(s)]) if s > 1 else h(lo + j)
-        if not self.prove(f"{where}: each group of the kernel's sum is {s} consecutive reference elements",
-                          z3.And(z3.ULT(j, count), z3.Sum(lanes) != group)):
+        group = op.of([h(lo + s * j + i) for i in range(s)]) if s > 1 else h(lo + j)
+        if not self.prove(f"{where}: each group of the kernel's {op.name} is {s} consecutive reference elements",
+                          z3.And(z3.ULT(j, count), op.of(lanes) != group)):
             return None
         symbol = z3.Real(f"prefix!{self.key}.{self.count}")
         self.count += 1
         tail = [h(lo + s * count + t) for t in range(p)]
-        return symbol, (z3.Sum(tail) if len(tail) > 1 else tail[0]) if tail else None
+        return symbol, op.of(tail) if tail else None
 
 
 class Chain:

@@ -18,6 +18,11 @@ The reindexings φ (kernel -> reference) and ψ (reference -> kernel) are hints.
 term reading one buffer twice pairs its reads in several ways, only some right) against the very obligations
 the matcher then proves itself; without a winner, the prover's first proposal is used, as without a search.
 
+Products (`Prod`) are not matched here: every step above is stated for sums and maxima, and the unions
+(a sum of Sums with one coefficient, a max tree) are sum and max algebra. A Prod is left as it is (its
+running form against a prefix is `semantics.properties.prefix`'s), so a comparison that still holds one is
+decided only by a counterexample that replays, never by a proof.
+
 Every premise is an obligation (unsat proves it) under the hypothesis that the store happens; the hints
 (φ, ψ) come from an untrusted prover.
 """
@@ -32,11 +37,13 @@ from functools import cached_property
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension, scaled_sum
+from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM, SUM, is_comprehension, scaled_sum
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
 from semantics.terms import applications, constants, mentions, reaching, subterms
+
+MATCHED = (SUM, MAX_FROM, MIN_FROM)   # the comprehensions whose theorems this module states
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ def _terms(body: z3.ArithRef) -> list[z3.ArithRef]:
 def open_family(term: z3.ExprRef, var_name: str, split: bool) -> Family:
     """The comprehension `term` with its bound variable instantiated as a fresh 64-bit constant."""
     decl = term.decl()
+    if decl not in MATCHED:
+        raise ValueError(f"{decl} is not a comprehension the matcher knows")
     kind = "sum" if decl == SUM else "max" if decl == MAX_FROM else "min"
     args = term.children()
     init, lo, hi, lam = (None, *args) if kind == "sum" else args
@@ -177,7 +186,7 @@ class Matcher:
             progress = False
             for ck in innermost(kernel):
                 for cr in innermost(reference):
-                    if ck.decl() == cr.decl() and self._equal([ck], cr):
+                    if ck.decl() == cr.decl() and ck.decl() in MATCHED and self._equal([ck], cr):
                         symbol = self._symbol(cr)
                         kernel = z3.substitute(kernel, (ck, symbol))
                         reference = z3.substitute(reference, (cr, symbol))
@@ -524,8 +533,8 @@ def _unions(term: z3.ExprRef) -> list[Union]:
     coefficient."""
     holding = reaching(term, COMPREHENSIONS)
 
-    def innermost_part(t: z3.ExprRef) -> bool:
-        return is_comprehension(t) and t.arg(t.num_args() - 1).get_id() not in holding
+    def innermost_part(t: z3.ExprRef) -> bool:   # (a Prod is no part: the union holding one is left alone)
+        return is_comprehension(t) and t.decl() in MATCHED and t.arg(t.num_args() - 1).get_id() not in holding
 
     out: list[Union] = []
     todo, seen = [(term, False)], set()

@@ -1,10 +1,18 @@
 """Accumulation loops: a float register updated as `acc ⊕ T(k)` each iteration becomes a comprehension.
 
 From one generic run of the loop body (every carried register a fresh header symbol), a register whose
-back-edge value is `a + T` (T free of `a`) is a sum accumulator and one whose value is a max-tree with `a`
-as exactly one leaf is a max accumulator (min likewise). At the start of iteration k it then holds
-`acc₀ + Sum(0, k, λj. T(j))` or `MaxFrom(acc₀, 0, k, λj. T(j))`: exact, not an approximation — by induction
-on k, since Sum/MaxFrom over [0, k+1) is the value over [0, k) combined with T(k). Anything else is not
+back-edge value is `a + T` (T free of `a`) is a sum accumulator, one whose value is a product with `a` as
+exactly one factor (`a · T`, T free of `a`) is a product accumulator, and one whose value is a max-tree with
+`a` as exactly one leaf is a max accumulator (min likewise). At the start of iteration k it then holds
+`acc₀ + Sum(0, k, λj. T(j))`, `acc₀ · Prod(0, k, λj. T(j))` or `MaxFrom(acc₀, 0, k, λj. T(j))`: exact, not an
+approximation — by induction on k, since Sum/Prod/MaxFrom over [0, k+1) is the value over [0, k) combined
+with T(k), and the back-edge value is the header value combined with T (the inductive step). For a sum the
+step holds by construction (T is the simplified `next - a`); for a product T is `next` with the factor `a`
+taken out, and the step `next = a · T` is proved by the solver before the register is summarised.
+
+Floats are exact reals (DESIGN §3): `mul.f32`, `mul.rn.f32` and the other rounding modes all multiply
+reals (`semantics/ptx/instructions.py`), as `add.f32` adds them; so the product accumulator is a product of
+reals, with no rounding model, the same abstraction the sum accumulator uses. Anything else is not
 summarised (the caller makes it opaque).
 """
 
@@ -14,14 +22,16 @@ from dataclasses import dataclass
 
 import z3
 
-from semantics.comprehension import MAX_FROM, MIN_FROM, SUM, max_over, min_over, sum_over
+from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, max_over, min_over, prod_over, sum_over
 from semantics.ptx.machine import simplify
 from semantics.terms import mentions
+
+STEP_TIMEOUT_MS = 5000   # proving `next = a · T`, an identity of one product: instant when it holds
 
 
 @dataclass(frozen=True)
 class Accumulator:
-    kind: str               # 'sum' | 'max' | 'min'
+    kind: str               # 'sum' | 'prod' | 'max' | 'min'
     header: z3.ArithRef     # the generic run's symbol for the register at the loop header
     step: z3.ArithRef       # T: what one iteration combines in, over the generic run's header symbols
     next_value: z3.ArithRef  # the back-edge value in the generic run
@@ -37,10 +47,34 @@ def _leaves(term: z3.ExprRef, pick_greater: bool) -> list[z3.ExprRef]:
     return [term]
 
 
+def _factors(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """Flatten a tree of products."""
+    if z3.is_mul(term):
+        return [f for child in term.children() for f in _factors(child)]
+    return [term]
+
+
+def _product_step(header: z3.ArithRef, next_value: z3.ArithRef) -> z3.ArithRef | None:
+    """T when next_value is header · T with T free of header, the identity proved; None otherwise."""
+    factors = _factors(next_value)
+    own = [f for f in factors if z3.eq(f, header)]
+    others = [f for f in factors if not z3.eq(f, header)]
+    if len(own) != 1 or not others or any(mentions(f, header) for f in others):
+        return None
+    step = others[0] if len(others) == 1 else z3.Product(*others)
+    solver = z3.Solver()
+    solver.set("timeout", STEP_TIMEOUT_MS)
+    solver.add(next_value != header * step)
+    return step if solver.check() == z3.unsat else None
+
+
 def classify(header: z3.ArithRef, next_value: z3.ArithRef) -> Accumulator | None:
     step = simplify(next_value - header)
     if not mentions(step, header):
         return Accumulator("sum", header, step, next_value)
+    step = _product_step(header, next_value)
+    if step is not None:
+        return Accumulator("prod", header, step, next_value)
     for kind, greater in (("max", True), ("min", False)):
         leaves = _leaves(next_value, greater)
         own = [leaf for leaf in leaves if z3.eq(leaf, header)]
@@ -61,9 +95,11 @@ def at_iteration(acc: Accumulator, start: z3.ArithRef, count: z3.BitVecRef, step
     body = z3.substitute(step_at, (k, bound_var))
     if acc.kind == "sum":
         return start + sum_over(0, count, bound_var, body)
+    if acc.kind == "prod":
+        return start * prod_over(0, count, bound_var, body)
     if acc.kind == "max":
         return max_over(start, 0, count, bound_var, body)
     return min_over(start, 0, count, bound_var, body)
 
 
-__all__ = ["Accumulator", "classify", "at_iteration", "SUM", "MAX_FROM", "MIN_FROM"]
+__all__ = ["Accumulator", "classify", "at_iteration", "SUM", "PROD", "MAX_FROM", "MIN_FROM"]

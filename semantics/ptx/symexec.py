@@ -434,7 +434,7 @@ class Executor:
                 if str(c) in self.ctx.opaque:
                     return (f"the value carried in {reg} by the {where} is not summarised: it depends on an "
                             f"unmodelled value ({self.ctx.opaque[str(c)]})")
-        return f"the value carried in {reg} by the {where} (not a sum, max or min accumulation)"
+        return f"the value carried in {reg} by the {where} (not a sum, product, max or min accumulation)"
 
     def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
         """Conservatively: the register is read in the body before any write to it, or read after the loop."""

@@ -7,7 +7,7 @@ the ideal functions of `semantics.axioms`. Anything not in `OPS` raises `Unsuppo
 which the verifier reports as `unknown` — never a pass.
 
 Reductions, contractions, scans, softmax and normalizations are `semantics.torch.reductions`: their
-elements are `Sum`/`MaxFrom`/`MinFrom` comprehensions. An op with several results gives a tuple, and a
+elements are `Sum`/`Prod`/`MaxFrom`/`MinFrom` comprehensions. An op with several results gives a tuple, and a
 `getitem` node picks one; picking a result that is not modelled (max.dim's indices) is unsupported.
 
 Conventions that kernel-side matching relies on: max(a, b) = If(a >= b, a, b), min(a, b) = If(a <= b,

@@ -13,7 +13,7 @@ variable. Conventions the kernel side relies on:
 * mm/bmm/mv/dot: element (i, j) = Σ_k A[i, k] * B[k, j] (a contraction of length 1 is the product);
   addmm/baddbmm: alpha * Σ + beta * self, factors of 1 left out, self ignored when beta = 0 (as torch).
 * softmax = exp(x - m) / Σ_j exp(x_j - m) and log_softmax = (x - m) - log Σ_j exp(x_j - m), m the row max.
-* cumsum: element i is Σ_{0 ≤ j < i+1} x_j.
+* cumsum: element i is Σ_{0 ≤ j < i+1} x_j; cumprod: element i is Π_{0 ≤ j < i+1} x_j (a `Prod`).
 * Results are float (exact reals): a reduction with an integer or bool result is unsupported (the sums
   are over reals); bool and integer operands converted to a float result are fine.
 
@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import z3
 
 from semantics.axioms import ideal
-from semantics.comprehension import max_over, min_over, sum_over
+from semantics.comprehension import max_over, min_over, prod_over, sum_over
 from semantics.torch import lazy
 from semantics.torch.graph import FLOAT_DTYPES
 from semantics.torch.lazy import Index, Lazy, Missing, Unsupported, bv
@@ -349,18 +349,22 @@ def _dot(c: Call) -> Lazy:
 
 # ---- scans -------------------------------------------------------------------------------------------
 
-def _cumsum(c: Call) -> Lazy:
-    x = _float_operand(c)
-    if not x.shape:
-        return x
-    dim = c.args["dim"] % len(x.shape)
-    if x.shape[dim] <= 1:
-        return x
-    j = _bound(c, f"r{dim}")
+def _scan(over: Callable[..., z3.ExprRef]) -> Callable[[Call], Lazy]:
+    """cumsum (over = sum_over) / cumprod (prod_over): element i along dim is the comprehension over the
+    prefix [0, i + 1); a 0-d tensor or a dim of size 1 is its own scan."""
+    def op(c: Call) -> Lazy:
+        x = _float_operand(c)
+        if not x.shape:
+            return x
+        dim = c.args["dim"] % len(x.shape)
+        if x.shape[dim] <= 1:
+            return x
+        j = _bound(c, f"r{dim}")
 
-    def at(idx: Index) -> z3.ExprRef:
-        return sum_over(0, idx[dim] + bv(1), j, x.at(idx[:dim] + (j,) + idx[dim + 1:]))
-    return Lazy.of(x.shape, c.dtype, at)
+        def at(idx: Index) -> z3.ExprRef:
+            return over(0, idx[dim] + bv(1), j, x.at(idx[:dim] + (j,) + idx[dim + 1:]))
+        return Lazy.of(x.shape, c.dtype, at)
+    return op
 
 
 # ---- softmax and normalizations ----------------------------------------------------------------------
@@ -497,7 +501,8 @@ REDUCTION_OPS: dict[str, Callable[[Call], Any]] = {
     "aten.baddbmm.default": _addmm(("batch1", "batch2"), 3),
     "aten.mv.default": _mv,
     "aten.dot.default": _dot,
-    "aten.cumsum.default": _cumsum,
+    "aten.cumsum.default": _scan(sum_over),
+    "aten.cumprod.default": _scan(prod_over),
     "aten._softmax.default": _softmax(log=False),
     "aten._log_softmax.default": _softmax(log=True),
     "aten.native_layer_norm.default": _layer_norm,
