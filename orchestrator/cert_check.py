@@ -7,7 +7,9 @@ Trusted code, so kept short. A certificate is trusted for nothing but its hints 
    reference and graph hashes, launch, bindings (`cert_identity.rederive` compiles and captures again);
 3. the semantics, given only the certificate's hints (replay provers: a key with no hint proposes
    nothing), verifies the task again, with the same axioms and every hint accepted;
-4. the obligations it proved are exactly the certified ones (compared by SHA-256);
+4. the obligations it proved are exactly the certified ones: compared by SHA-256, and where texts differ,
+   by the structure of the formulas they parse to (z3's printer chooses its `let` bindings by the state of
+   the process, so one formula can print two ways; `lean_pool.canonical` names the parsed structure);
 5. each of them re-proves (unsat) from its SMT-LIB text in a fresh z3 and/or cvc5.
 Each stage reports all its problems and stops there.
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 import z3
 
+from lean_pool.canonical import canonical_text
 from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
 from orchestrator import cert_schema
@@ -66,6 +69,7 @@ def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obli
     problems += [f"hint {key} is not used by the proof" for key in cert.hints if key not in report.hints]
     derived = {obligation_text(ob)[1]: ob for ob, outcome in report.obligations if outcome.status == PROVED}
     certified = {o.sha256: o for o in cert.obligations}
+    _pair_by_structure(derived, certified)
     problems += [f"certified obligation '{one_line(o.name)}' (sha256 {digest}) is not derived from the kernel "
                  f"and reference" for digest, o in certified.items() if digest not in derived]
     problems += [f"obligation '{one_line(ob.name)}' (sha256 {digest}) is derived but missing from the certificate"
@@ -73,6 +77,26 @@ def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obli
     if problems:
         raise Rejected(problems)
     return derived
+
+
+def structure(text: str) -> str:
+    """The SHA-256 of the canonical text of the formula an obligation's SMT-LIB text parses to."""
+    formula = z3.And(*z3.parse_smt2_string(standard_smt2(text)))
+    return sha256(canonical_text(Obligation("", "", formula)))
+
+
+def _pair_by_structure(derived: dict[str, Obligation], certified: dict[str, object]) -> None:
+    """Re-key each derived obligation whose text matches no certified one under the certified digest of the
+    same parsed structure, if there is one (so stage 4 compares formulas, not their printing)."""
+    unmatched = [digest for digest in certified if digest not in derived]
+    extra = [digest for digest in derived if digest not in certified]
+    if not unmatched or not extra:
+        return
+    by_structure = {structure(certified[digest].smt2): digest for digest in unmatched}
+    for digest in extra:
+        twin = by_structure.pop(structure(obligation_text(derived[digest])[0]), None)
+        if twin is not None:
+            derived[twin] = derived.pop(digest)
 
 
 def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequence[str]) -> str:
