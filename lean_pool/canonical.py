@@ -11,6 +11,8 @@ by name, because a refutation's evidence is their values.
 
 from __future__ import annotations
 
+import hashlib
+
 import z3
 
 from lean_pool.checker import Z3_LOCK, Obligation
@@ -89,3 +91,38 @@ def _canonical_text(obligation: Obligation) -> str:
         lines.append(printer.line(i, ast, [index[k] for k, _ in children]))
     roots_line = ";".join(f"{name}={index[t.get_id()]}" for name, t in obligation.witness.items())
     return "\n".join([*lines, f"formula={index[obligation.formula.get_id()]};{roots_line}"])
+
+
+# Operators whose arguments may come in any order: z3's simplifier orders them by AST id, which depends on
+# which terms the process made first, so one formula can come out with its disjuncts in another order.
+COMMUTATIVE = {z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_XOR, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT, z3.Z3_OP_ADD,
+               z3.Z3_OP_MUL, z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR}
+
+
+def structural_digest(formula: z3.ExprRef) -> str:
+    """A digest equal for two formulas that differ at most in the order of commutative arguments: each node
+    is its operator, sort and its children's digests (sorted under a commutative operator); constants keep
+    their names. For comparing one obligation derived twice, not for caching (no alpha-renaming)."""
+    with Z3_LOCK:
+        printer = _Printer(formula.ctx)
+        digests: dict[int, str] = {}
+        todo: list[tuple[int, object, bool]] = [(formula.get_id(), formula.as_ast(), False)]
+        while todo:
+            i, ast, expanded = todo.pop()
+            if i in digests:
+                continue
+            children = raw_arguments(printer.ref, ast)
+            if not expanded:
+                todo.append((i, ast, True))
+                todo.extend((k, c, False) for k, c in children if k not in digests)
+                continue
+            parts = [digests[k] for k, _ in children]
+            if z3.Z3_get_ast_kind(printer.ref, ast) == z3.Z3_APP_AST:
+                if z3.Z3_get_decl_kind(printer.ref, z3.Z3_get_app_decl(printer.ref, ast)) in COMMUTATIVE:
+                    parts.sort()
+                head = printer.decl(ast)[0] if parts else z3.Z3_ast_to_string(printer.ref, ast)  # (a name, a value)
+                node = f"{head}:{printer.sort(ast)}"
+            else:
+                node = printer.line(i, ast, [])     # a quantifier's kind and bound sorts, or a bound variable
+            digests[i] = hashlib.sha256(f"{node}({','.join(parts)})".encode()).hexdigest()
+        return digests[formula.get_id()]

@@ -7,10 +7,12 @@ character, and division by a constant is printed with z3's internal operators `b
 divisor included. `standard_smt2` rewrites exactly these, token by token, so that z3 and cvc5 can be
 handed the same standard text. A fresh cvc5 instance decides each obligation (STYLE 9).
 
-One clash is cvc5's own: under logic ALL it has transcendental functions built in (`exp`, `sin`, `sqrt`,
-...) and refuses a declaration of the same name, while the semantics declares its ideal functions as
-uninterpreted functions with exactly those names. `unshadow` renames such a declared function apart,
-everywhere in the text, to a fresh name; renaming an uninterpreted symbol does not change satisfiability.
+One clash is the solvers' own: under logic ALL cvc5 has transcendental functions built in (`exp`, `sin`,
+`sqrt`, ...) and refuses a declaration of the same name, and z3's parser quietly reads a declared `exp`,
+`log`, `tanh`, `sin` or `cos` as its own transcendental function, while the semantics declares its ideal
+functions as uninterpreted functions with exactly those names. `unshadow` renames such a declared function
+apart, everywhere in the text, to a fresh name; renaming an uninterpreted symbol does not change
+satisfiability, and the text then means to either solver what it meant to the run that proved it.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ _LEXEME = re.compile(r'\|[^|]*\||"(?:[^"]|"")*"|;[^\n]*|[()]|\s+|[^\s()|";]+|.',
 _SIMPLE_SYMBOL = re.compile(r"[A-Za-z~!@$%^&*_\-+=<>.?/][0-9A-Za-z~!@$%^&*_\-+=<>.?/]*")
 _NOT_A_SYMBOL = tuple("0123456789#:|\";()") + (" ", "\t", "\n", "\r")
 Z3_INTERNAL_OPERATORS = {f"bv{op}_i": f"bv{op}" for op in ("udiv", "urem", "sdiv", "srem", "smod")}
-CVC5_TRANSCENDENTALS = frozenset({"exp", "sin", "cos", "tan", "csc", "sec", "cot", "arcsin", "arccos", "arctan",
-                                  "arccsc", "arcsec", "arccot", "sqrt"})
+SOLVER_TRANSCENDENTALS = frozenset({
+    "exp", "sin", "cos", "tan", "csc", "sec", "cot", "arcsin", "arccos", "arctan", "arccsc", "arcsec", "arccot",
+    "sqrt",                                                                                        # cvc5's
+    "log", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh"})              # z3's too
 
 
 def standard_smt2(text: str, rename_internal: bool = True) -> str:
@@ -47,12 +51,12 @@ def standard_smt2(text: str, rename_internal: bool = True) -> str:
 
 
 def unshadow(text: str) -> str:
-    """`text` with each declared function named like a cvc5 built-in renamed to an unused name."""
+    """`text` with each declared function named like a solver's built-in renamed to an unused name."""
     lexemes = _LEXEME.findall(text)
     atoms = [x for x in lexemes if not x.isspace()]
     declared = {atoms[i + 1] for i, x in enumerate(atoms[:-1]) if x in ("declare-fun", "declare-const")}
     renamed = {}
-    for name in sorted(declared & CVC5_TRANSCENDENTALS):
+    for name in sorted(declared & SOLVER_TRANSCENDENTALS):
         fresh = f"{name}.ideal"
         while fresh in atoms:
             fresh += "'"

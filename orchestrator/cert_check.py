@@ -9,7 +9,8 @@ Trusted code, so kept short. A certificate is trusted for nothing but its hints 
    nothing), verifies the task again, with the same axioms and every hint accepted;
 4. the obligations it proved are exactly the certified ones: compared by SHA-256, and where texts differ,
    by the structure of the formulas they parse to (z3's printer chooses its `let` bindings by the state of
-   the process, so one formula can print two ways; `lean_pool.canonical` names the parsed structure);
+   the process, and its simplifier orders commutative arguments by the order terms were made, so one
+   formula can print several ways; `lean_pool.canonical.structural_digest` names the parsed structure);
 5. each of them re-proves (unsat) from its SMT-LIB text in a fresh z3 and/or cvc5.
 Each stage reports all its problems and stops there.
 """
@@ -21,9 +22,9 @@ from pathlib import Path
 
 import z3
 
-from lean_pool.canonical import canonical_text
+from lean_pool.canonical import structural_digest
 from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
-from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
+from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2, unshadow
 from orchestrator import cert_schema
 from orchestrator.cert_identity import Rejected, rederive, sha256
 from orchestrator.cert_terms import BadHint, hint_from_json, obligation_text, replay_provers
@@ -39,7 +40,7 @@ def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S) -> 
     """Decide an obligation from its SMT-LIB text alone, in a fresh solver of the named kind."""
     if solver == "cvc5":
         return Cvc5Checker().check_text(text, timeout_s)
-    formula = z3.And(*z3.parse_smt2_string(standard_smt2(text)))
+    formula = z3.And(*z3.parse_smt2_string(unshadow(standard_smt2(text))))
     return Z3Checker().check(Obligation("re-proof", "", formula), timeout_s)
 
 
@@ -80,9 +81,8 @@ def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obli
 
 
 def structure(text: str) -> str:
-    """The SHA-256 of the canonical text of the formula an obligation's SMT-LIB text parses to."""
-    formula = z3.And(*z3.parse_smt2_string(standard_smt2(text)))
-    return sha256(canonical_text(Obligation("", "", formula)))
+    """The structural digest (commutative arguments in any order) of the formula an SMT-LIB text parses to."""
+    return structural_digest(z3.And(*z3.parse_smt2_string(standard_smt2(text))))
 
 
 def _pair_by_structure(derived: dict[str, Obligation], certified: dict[str, object]) -> None:

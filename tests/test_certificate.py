@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from lean_pool.checker import PROVED, REFUTED
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
+from orchestrator.cert_check import prove_text
 from orchestrator.cert_schema import json_schema
 from orchestrator.cli import main
 
@@ -309,6 +310,15 @@ def test_z3_text_is_made_standard_for_cvc5() -> None:
         "(declare-fun |tid.x'| () (_ BitVec 8))\n(assert (= (bvudiv |tid.x'| #x00) #x01))\n(check-sat)\n"
     assert Cvc5Checker().check_text(text, 10).status == PROVED      # x / 0 is all ones, never 1
     assert Cvc5Checker().check_text(text.replace("#x01", "#xff"), 10).status == REFUTED
+
+
+def test_ideal_functions_stay_uninterpreted_when_z3_re_proves_a_text() -> None:
+    """z3's parser would read a declared `exp` as its own transcendental exp (under which exp(a) > 0 holds);
+    the semantics' exp is uninterpreted (its facts are axioms, stated in the obligation), so a re-proof from
+    the text must not know more than the run did."""
+    text = "(declare-fun exp (Real) Real)\n(declare-fun a () Real)\n(assert (not (> (exp a) 0.0)))\n"
+    assert prove_text(text, "z3").status == REFUTED
+    assert prove_text(text.replace("exp", "tanh"), "z3").status == REFUTED
 
 
 def test_ideal_functions_do_not_clash_with_cvc5_builtins() -> None:
