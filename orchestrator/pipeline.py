@@ -15,8 +15,9 @@ from pathlib import Path
 
 import z3
 
+from orchestrator.bindings import check_bindings
 from orchestrator.frontends import CompiledKernel, cache_dir, compile_kernel
-from orchestrator.manifest import IntakeError, Task, check_bindings, load_task
+from orchestrator.manifest import IntakeError, Task, load_task
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.manifest import IntakeError, KernelSpec, Task, TensorDecl, check_bindings, load_task
+from orchestrator.bindings import check_bindings
+from orchestrator.manifest import IntakeError, KernelSpec, Task, TensorDecl, load_task
 
 VECTOR_ADD = """\
 name = "vector_add_50000"
