@@ -45,13 +45,15 @@ a value holding another running sum of the same kind still unsplit is peeled, so
 match with a tail of p elements; a peel whose groups are not the reference's first elements (the remainder's
 sum tried against the whole prefix) fails obligation 2 and nothing changes.
 
-Products (cumprod, a running `acc *= x`) use the same theorem with Π for Σ and · for +:
+Products (cumprod, a running `acc *= x`) use the same theorems with Π for Σ and · for +:
     Π_{lo ≤ m < N} h(m) = Π_{0 ≤ j < K} (Π_{0 ≤ i < s} h(lo + s·j + i)) · Π_{0 ≤ t < p} h(lo + s·K + t),
+    Π_{lo ≤ m < N} h(m) = Π_{0 ≤ j < K} (Π_{0 ≤ i < s} h(lo + s·j + i)) · Π_{lo + s·K ≤ m < N} h(m),
 by the same bijections (finite products of reals may be reordered and regrouped; an empty product is 1).
 The group size s counts the factors of B (factors 1 dropped: they multiply by nothing), the kernel's Prod
 is found among the factors of the stored value (not its summands), obligation 2 compares B(j) with the
 product of the group, and the reference's Prod becomes the symbol times the tail. Nothing else carries
-over: a product has no zero tail, no coefficient that distributes over it, and no cut of its range.
+over: a product has no zero tail, no coefficient that distributes over it, and no cut of its range but
+the peel's (the product over a range split in two parts is the product of the parts' products).
 """
 
 from __future__ import annotations
