@@ -15,7 +15,9 @@ from orchestrator.cli import run_verify
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["loop_matvec", "loop_matmul_naive_512", "loop_matmul_naive_4096", "loop_mean_middle_dim",
          "loop_rowsum_per_thread", "warp_rowsum_shfl", "shared_transpose_tiled", "loop_cumsum_row",
-         "loop_cumsum_exclusive", "loop_cumprod_row", "loop_cumprod_exclusive", "loop_row_var_biased",
+         "loop_cumsum_exclusive", "loop_cumprod_row", "loop_cumprod_exclusive", "loop_cumsum_row_ragged",
+         "loop_cumsum_exclusive_ragged", "loop_cumprod_row_ragged", "loop_cumprod_exclusive_ragged",
+         "loop_row_var_biased",
          "loop_row_var_unbiased_bug", "loop_tiled_matmul", "loop_tiled_matmul_missing_barrier",
          "loop_tiled_matmul_wrong_tile_index", "loop_block_softmax", "loop_block_softmax_missing_barrier",
          "loop_block_layernorm", "loop_block_layernorm_unbiased"]

@@ -5,6 +5,11 @@ rejects. It reads the store's element index as an affine combination of thread c
 iterations with positive constant coefficients, and decodes e in mixed radix, largest coefficient first:
 `4800·bx + 300·tx + 16·by + ty = e` gives bx = e / 4800, tx = (e % 4800) / 300, and so on. Variables the
 index does not mention are proposed as 0.
+
+The index's constant c is subtracted from e first, except when it is below every coefficient (the lanes of
+an unrolled or vector store, `4·j + 1048544·bx + 32767·tx + 2`): the floors then absorb it, and every lane
+of every such store decodes the same e / 1048544, (e % 1048544) / 32767: a coverage obligation holds one
+division per distinct dividend, and a division by a constant that is not a power of two is costly to z3.
 """
 
 from __future__ import annotations
@@ -138,7 +143,7 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     atoms = {name: a for name, a in atoms.items() if ">>" not in name or name.split(">>")[0] not in atoms}
     if any(name.split(">>")[0] not in names or c <= 0 for name, (_, c) in atoms.items()):
         return None
-    rest = e - const
+    rest = e if 0 <= const < min((c for _, c in atoms.values()), default=1) else e - const
     hint: dict[str, z3.ExprRef] = {}
     for name, (_, c) in sorted(atoms.items(), key=lambda item: -item[1][1]):
         value = z3.UDiv(rest, c)

@@ -27,13 +27,33 @@ the symbol plus the p tail elements. The final obligation compares what is left 
 the tail), so a wrong scan (a store before the add) leaves a satisfiable difference, whose model is then
 confirmed on real numbers like any other.
 
-Products (cumprod, a running `acc *= x`) use the same theorem with Π for Σ and · for +:
+A loop that nvcc unrolls s times runs a remainder loop after it when the trip count is not a multiple of s:
+there the stored value holds two running sums, `Sum(0, K, B) + Sum(0, k, R) + e_0 + …` (the main loop's
+whole groups, then the remainder's elements so far). Each running sum but the last is peeled off the front
+of the prefix instead of matched with a tail of p elements:
+
+Theorem (prefix peel). For integers s ≥ 1, K ≥ 0 and lo with lo + s·K ≤ N (exact integers),
+    Σ_{lo ≤ m < N} h(m) = Σ_{0 ≤ j < K} (Σ_{0 ≤ i < s} h(lo + s·j + i)) + Σ_{lo + s·K ≤ m < N} h(m).
+Proof: [lo, N) is the disjoint union of [lo, lo + s·K) and [lo + s·K, N); the first is covered by the same
+bijection (j, i) ↦ lo + s·j + i. (The prefix split is the case N = lo + s·K + p, the rest written out.)
+Its obligations are 2. above and
+1'. N < lo + s·K, with the bounds zero-extended to 128 bits: the premise. Then lo + s·K ≤ N < 2⁶⁴, so the
+   64-bit term lo + s·K is the exact integer, and `Sum(lo + s·K, N, h)` (bounds unsigned) is the last sum.
+The kernel's Sum becomes a fresh symbol, the reference's comprehension that symbol plus the rest, a
+comprehension of its own, which the next running sum of the kernel is then split (or peeled) against. Only
+a value holding another running sum of the same kind still unsplit is peeled, so the last one must still
+match with a tail of p elements; a peel whose groups are not the reference's first elements (the remainder's
+sum tried against the whole prefix) fails obligation 2 and nothing changes.
+
+Products (cumprod, a running `acc *= x`) use the same theorems with Π for Σ and · for +:
     Π_{lo ≤ m < N} h(m) = Π_{0 ≤ j < K} (Π_{0 ≤ i < s} h(lo + s·j + i)) · Π_{0 ≤ t < p} h(lo + s·K + t),
+    Π_{lo ≤ m < N} h(m) = Π_{0 ≤ j < K} (Π_{0 ≤ i < s} h(lo + s·j + i)) · Π_{lo + s·K ≤ m < N} h(m),
 by the same bijections (finite products of reals may be reordered and regrouped; an empty product is 1).
 The group size s counts the factors of B (factors 1 dropped: they multiply by nothing), the kernel's Prod
 is found among the factors of the stored value (not its summands), obligation 2 compares B(j) with the
 product of the group, and the reference's Prod becomes the symbol times the tail. Nothing else carries
-over: a product has no zero tail, no coefficient that distributes over it, and no cut of its range.
+over: a product has no zero tail, no coefficient that distributes over it, and no cut of its range but
+the peel's (the product over a range split in two parts is the product of the parts' products).
 """
 
 from __future__ import annotations
@@ -109,21 +129,37 @@ class PrefixSplitter:
 
     def _rewrite(self, op: Monoid, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """The running reductions of `op` among the operands of the kernel's value (a sum's summands, a
-        product's factors), each against the reference's innermost comprehensions of the same kind."""
-        running = [t for t in op.operands(kernel) if z3.is_app(t) and t.decl() == op.decl]
-        for ck in running:
-            if any(is_comprehension(s) for s in subterms(ck.arg(2).body())):
-                continue
-            for cr in _innermost(reference, op.decl):
-                replaced = self._split(op, ck, cr)
-                if replaced is not None:
-                    symbol, tail = replaced
-                    kernel = z3.substitute(kernel, (ck, symbol))
-                    reference = z3.substitute(reference, (cr, op.of([symbol, tail]) if tail is not None else symbol))
-                    break
+        product's factors), each against the reference's innermost comprehensions of the same kind, until
+        none splits: a peel leaves the rest of the prefix for the next running reduction, whatever their
+        order in the value."""
+        running = [t for t in op.operands(kernel) if z3.is_app(t) and t.decl() == op.decl
+                   and not any(is_comprehension(s) for s in subterms(t.arg(2).body()))]
+        tried: dict[tuple[int, int], tuple] = {}   # the pairs themselves kept alive: z3 reuses a freed term's id
+        while (step := self._step(op, running, reference, tried)) is not None:
+            ck, cr, symbol, rest = step
+            running.remove(ck)
+            kernel = z3.substitute(kernel, (ck, symbol))
+            reference = z3.substitute(reference, (cr, op.of([symbol, rest]) if rest is not None else symbol))
         return kernel, reference
 
-    def _split(self, op: Monoid, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[z3.ArithRef, z3.ArithRef | None] | None:
+    def _step(self, op: Monoid, running: list[z3.ExprRef], reference: z3.ExprRef, tried: dict):
+        """The first (kernel reduction, reference comprehension) pair not tried before that splits, with the
+        symbol and the rest; None when no pair does."""
+        for ck in running:
+            for cr in _innermost(reference, op.decl):
+                if (ck.get_id(), cr.get_id()) in tried:
+                    continue
+                tried[ck.get_id(), cr.get_id()] = (ck, cr)
+                replaced = self._split(op, ck, cr, peel=len(running) > 1)
+                if replaced is not None:
+                    return ck, cr, *replaced
+        return None
+
+    def _split(self, op: Monoid, ck: z3.ExprRef, cr: z3.ExprRef,
+               peel: bool) -> tuple[z3.ArithRef, z3.ArithRef | None] | None:
+        """The kernel's reduction `ck` as a symbol, and what remains of the reference's `cr` beside it (its
+        last p elements, or with `peel` the comprehension over the rest of its range); None when the
+        obligations are not proved."""
         lo_k, count, body_k = ck.children()
         lo, end, body_r = cr.children()
         if not (z3.is_bv_value(z3.simplify(lo_k)) and z3.simplify(lo_k).as_long() == 0):
@@ -135,16 +171,20 @@ class PrefixSplitter:
         s = len(lanes)
         if not 1 <= s <= MAX_GROUP:
             return None
-        p = self.guess(z3.simplify(_wide(end) - _wide(lo) - s * _wide(count)))
-        if p is None or not 0 <= p <= MAX_TAIL:
-            return None
 
         def h(index: z3.BitVecRef) -> z3.ArithRef:
             return z3.substitute_vars(body_r.body(), index)
 
         where = f"{self.key}: a running {op.name} of {s}-element groups against a prefix"
-        if not self.prove(f"{where}: the prefix has {s}·K + {p} elements",
-                          _wide(end) != _wide(lo) + s * _wide(count) + p):
+        p = self.guess(z3.simplify(_wide(end) - _wide(lo) - s * _wide(count)))
+        if p is not None and 0 <= p <= MAX_TAIL and \
+                self.prove(f"{where}: the prefix has {s}·K + {p} elements",
+                           _wide(end) != _wide(lo) + s * _wide(count) + p):
+            rest = op.of([h(lo + s * count + t) for t in range(p)]) if p else None
+        elif peel and self.prove(f"{where}: the prefix has at least {s}·K elements",
+                                 z3.ULT(_wide(end), _wide(lo) + s * _wide(count))):
+            rest = op.decl(z3.simplify(lo + s * count), end, body_r)
+        else:
             return None
         group = op.of([h(lo + s * j + i) for i in range(s)]) if s > 1 else h(lo + j)
         if not self.prove(f"{where}: each group of the kernel's {op.name} is {s} consecutive reference elements",
@@ -152,8 +192,7 @@ class PrefixSplitter:
             return None
         symbol = z3.Real(f"prefix!{self.key}.{self.count}")
         self.count += 1
-        tail = [h(lo + s * count + t) for t in range(p)]
-        return symbol, op.of(tail) if tail else None
+        return symbol, rest
 
 
 class Chain:

@@ -1,0 +1,59 @@
+"""The writer-inverse prover: which thread and iteration a store index names, decoded in mixed radix."""
+
+import pytest
+import z3
+
+from orchestrator.provers.inverse import propose
+from semantics.terms import subterms
+
+BX, TX = z3.BitVec("ctaid.x", 32), z3.BitVec("tid.x", 32)
+J = z3.BitVec("j", 64)
+E = z3.BitVec("e", 64)
+COLS = 32767
+
+
+def row_base() -> z3.BitVecRef:
+    return z3.SignExt(32, COLS * TX + 32 * COLS * BX)
+
+
+def _decodes(index: z3.BitVecRef, variables, samples) -> None:
+    """The hint, evaluated at the index of each sample, gives the sample back."""
+    hint = propose("t", index, variables, E)
+    assert hint is not None
+    for values in samples:
+        fixes = [(v, z3.BitVecVal(n, v.size())) for v, n in zip(variables, values, strict=True)]
+        element = z3.simplify(z3.substitute(index, *fixes))
+        for v, n in zip(variables, values, strict=True):
+            assert z3.simplify(z3.substitute(hint[str(v)], (E, element))).as_long() == n, (str(v), values)
+
+
+def _dividends(hint: dict) -> set[str]:
+    return {str(t.arg(0)) for term in hint.values() for t in subterms(term)
+            if z3.is_app(t) and t.decl().kind() in (z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BUDIV_I,
+                                                    z3.Z3_OP_BUREM_I) and t.arg(1).as_long() in (COLS, 32 * COLS)}
+
+
+@pytest.mark.parametrize("lane", range(4))
+def test_unrolled_lanes_of_a_ragged_row_decode(lane):
+    """y[r·32767 + 4j + lane]: the lane's offset is below every coefficient; the floors absorb it."""
+    index = row_base() + 4 * J + lane
+    _decodes(index, [BX, TX, J], [(0, 0, 0), (3, 31, 8190), (1, 7, 1234)])
+
+
+def test_unrolled_lanes_share_their_divisions():
+    hints = [propose("t", row_base() + 4 * J + lane, [BX, TX, J], E) for lane in range(4)]
+    shared = _dividends(hints[0])
+    assert "e" in shared and all(_dividends(h) == shared for h in hints)
+
+
+def test_a_remainder_store_decodes_past_its_offset():
+    """The remainder loop's y[r·32767 + 32764 + k]: the offset is not below the coefficient of k, so it is
+    subtracted first."""
+    k = z3.BitVec("k", 64)
+    _decodes(row_base() + 32764 + k, [BX, TX, k], [(0, 0, 0), (3, 31, 2), (2, 5, 1)])
+
+
+def test_an_offset_that_carries_is_subtracted_first():
+    """y[256·b + t + 1] for t < 256: decoding e / 256 before subtracting 1 would be off by one at t = 255."""
+    b, t = z3.BitVec("b", 64), z3.BitVec("t", 64)
+    _decodes(256 * b + t + 1, [b, t], [(0, 255), (7, 255), (3, 0)])
