@@ -70,12 +70,19 @@ def reaching(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> set[int]:
     """The ids of the subterms of `term` that apply one of `decls` or have a subterm that does: one pass over
     the DAG, where asking `any(... for s in subterms(t))` of every t walks shared parts again and again."""
     ref, wanted = term.ctx_ref(), {d.get_id() for d in decls}
+    return reaching_ids(term, lambda ast: z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and
+                        _decl_id(ref, ast) in wanted)
+
+
+def reaching_ids(term: z3.ExprRef, hit) -> set[int]:
+    """The ids of the subterms of `term` for which `hit(raw AST)` holds or that have such a subterm."""
+    ref = term.ctx_ref()
     kids: dict[int, list[int]] = {}
-    hit: set[int] = set()
+    found: set[int] = set()
     for i, ast in _nodes(term):
         kids[i] = [j for j, _ in raw_arguments(ref, ast)]
-        if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and _decl_id(ref, ast) in wanted:
-            hit.add(i)
+        if hit(ast):
+            found.add(i)
     done: set[int] = set()
     stack = [(term.get_id(), False)]
     while stack:                         # children before parents
@@ -87,9 +94,9 @@ def reaching(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> set[int]:
             stack.extend((k, False) for k in kids[i] if k not in done)
             continue
         done.add(i)
-        if any(k in hit for k in kids[i]):
-            hit.add(i)
-    return hit
+        if any(k in found for k in kids[i]):
+            found.add(i)
+    return found
 
 
 def _decl_id(ref, ast) -> int:

@@ -330,3 +330,38 @@ def test_a_block_max_inside_a_sum_of_exponentials_matches_softmax():
     solver = z3.Solver()
     solver.add(HYP, k2 != r2)
     assert solver.check() == z3.unsat
+
+
+def _unrolled_softmax(leaves: list[int], summands: list[int]) -> tuple[z3.ExprRef, z3.ExprRef]:
+    """A row of 16 reduced with no loop (a Triton tl.max / tl.sum over registers and lanes): a max tree over
+    the columns `leaves`, a sum of exp(x - max) over `summands`; and the reference softmax of column 5."""
+    x = lambda i: A(ROW * 16 + i)  # noqa: E731
+    exp = z3.Function("exp", z3.RealSort(), z3.RealSort())
+    top = _max_tree([x(i) for i in leaves])
+    kernel = exp(x(5) - top) / z3.Sum(*[exp(x(i) - top) for i in summands])
+    m = z3.BitVec("m", 64)
+    row_max = max_over(x(0), 1, 16, m, x(m))
+    return kernel, exp(x(5) - row_max) / sum_over(0, 16, m, exp(x(m) - row_max))
+
+
+def _proves_equal(kernel: z3.ExprRef, reference: z3.ExprRef) -> bool:
+    k2, r2 = matcher().rewrite(kernel, reference)
+    solver = z3.Solver()
+    solver.add(HYP, k2 != r2)
+    return solver.check() == z3.unsat
+
+
+def test_an_unrolled_max_and_sum_match_softmax():
+    assert _proves_equal(*_unrolled_softmax(list(range(16)), list(range(16))))
+
+
+def test_an_unrolled_max_missing_a_column_is_not_matched():
+    assert not _proves_equal(*_unrolled_softmax([10 if i == 11 else i for i in range(16)], list(range(16))))
+
+
+def test_an_unrolled_sum_with_a_column_twice_is_not_matched():
+    assert not _proves_equal(*_unrolled_softmax(list(range(16)), [*range(16), 3]))
+
+
+def test_an_unrolled_sum_missing_a_column_is_not_matched():
+    assert not _proves_equal(*_unrolled_softmax(list(range(16)), [i for i in range(16) if i != 0]))

@@ -17,6 +17,7 @@ from __future__ import annotations
 import z3
 
 from semantics.ptx.machine import simplify
+from semantics.terms import subterms
 
 Linear = tuple[dict[str, tuple[z3.ExprRef, int]], int]
 
@@ -130,6 +131,22 @@ def _as64(term: z3.BitVecRef) -> z3.BitVecRef:
     return z3.ZeroExt(64 - term.size(), term) if term.size() < 64 else term
 
 
+def _offset_digit(index: z3.BitVecRef, digits: list, const: int) -> int:
+    """Where the decoding takes the constant offset off: first (e - const, the general case), or at the last
+    digit when that digit's variable is masked to m bits and the offset is a multiple of its coefficient
+    times 2^m — Triton's unrolled columns (tid & 127) + 128·k, bit fields next to each other. Decoding the
+    column there gives every unrolled store of a row the same division of e (one quotient and remainder
+    for the coverage check instead of one pair per store)."""
+    if not digits or const <= 0:
+        return 0
+    name, (variable, c) = digits[-1]
+    if ">>" in name:
+        return 0
+    widths = [t.params()[0] + 1 for t in subterms(index)
+              if z3.is_app_of(t, z3.Z3_OP_EXTRACT) and t.params()[1] == 0 and t.arg(0).eq(variable)]
+    return len(digits) - 1 if widths and const % (c << max(widths)) == 0 else 0
+
+
 def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
             e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
     """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""
@@ -143,9 +160,17 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     atoms = {name: a for name, a in atoms.items() if ">>" not in name or name.split(">>")[0] not in atoms}
     if any(name.split(">>")[0] not in names or c <= 0 for name, (_, c) in atoms.items()):
         return None
-    rest = e if 0 <= const < min((c for _, c in atoms.values()), default=1) else e - const
+    digits = sorted(atoms.items(), key=lambda item: -item[1][1])
+    # The constant offset comes off before the first digit (e - const), at the last digit (Triton's unrolled
+    # columns, `_offset_digit`), or never: one below every coefficient (the lanes 4j + c of an unrolled
+    # store) is absorbed by the floors, so every lane decodes the same divisions of e.
+    absorbed = 0 <= const < min((c for _, c in atoms.values()), default=1)
+    place = len(digits) if absorbed else _offset_digit(simplify(index), digits, const)
+    rest = e
     hint: dict[str, z3.ExprRef] = {}
-    for name, (_, c) in sorted(atoms.items(), key=lambda item: -item[1][1]):
+    for n, (name, (_, c)) in enumerate(digits):
+        if n == place:
+            rest = rest - const
         value = z3.UDiv(rest, c)
         rest = z3.URem(rest, c)
         variable, _, bits = name.partition(">>")

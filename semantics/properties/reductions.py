@@ -41,7 +41,7 @@ from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM, SUM, is_
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.terms import applications, constants, mentions, reaching, subterms
+from semantics.terms import applications, constants, mentions, reaching, reaching_ids, subterms
 
 MATCHED = (SUM, MAX_FROM, MIN_FROM)   # the comprehensions whose theorems this module states
 
@@ -177,7 +177,7 @@ class Matcher:
         Sum comprehensions or a max over several: a reduction split over lanes, loops or threads) wherever they
         occur, innermost first, then pairs, innermost first. A union inside another reduction's body (the
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
-        if not innermost(kernel) or not innermost(reference):
+        if not innermost(reference) or not (innermost(kernel) or _unrolled(kernel)):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
         kernel, reference = self._rewrite_unions(kernel, reference)
@@ -218,7 +218,7 @@ class Matcher:
         progress = True
         while progress:
             progress = False
-            for union in _unions(kernel):
+            for union in _unions(kernel) + _unrolled(kernel):
                 for cr in innermost(reference):
                     if cr.decl() != union.decl or (union.term.get_id(), cr.get_id()) in tried:
                         continue
@@ -553,6 +553,38 @@ def _unions(term: z3.ExprRef) -> list[Union]:
             out.extend(_sum_groups(t, innermost_part))
         children = [t.arg(1), t.arg(2)] if is_max else t.children() if z3.is_app(t) else []
         todo.extend((c, is_max) for c in children)
+    return out
+
+
+MIN_UNROLLED = 8   # elements (summands) of a comprehension-free max tree (sum) tried as a reduction: fewer are a
+                   # kernel's own arithmetic (relu's max(x, 0), a bias add), not a reduction over a tensor axis
+
+
+def _unrolled(term: z3.ExprRef) -> list[Union]:
+    """Reductions the kernel unrolled completely (a Triton `tl.max`/`tl.sum` over a block's registers and
+    lanes, `semantics.canonical` having made every lane's copy one term): max trees of at least MIN_UNROLLED
+    elements and sums of at least MIN_UNROLLED summands with no comprehension in them, innermost first —
+    those with no other such reduction inside (the row max before the sum of exp(x - max))."""
+    if reaching(term, COMPREHENSIONS):
+        return []
+    inner_nodes: set[int] = set()
+    found: list[tuple[z3.ExprRef, z3.FuncDeclRef, list[z3.ExprRef]]] = []
+    for t in subterms(term):
+        if _is_max_node(t):
+            inner_nodes.update(c.get_id() for c in t.children()[1:] if _is_max_node(c))
+    for t in subterms(term):
+        if _is_max_node(t) and t.get_id() not in inner_nodes:
+            found.append((t, MAX_FROM, _max_elements(t)))
+        elif z3.is_add(t) and z3.is_real(t) and not any(z3.is_add(u) for u in t.children()):
+            found.append((t, SUM, t.children()))   # (flat: its summands are its members, replaced all at once)
+    found = [(t, decl, parts) for t, decl, parts in found if len(parts) >= MIN_UNROLLED]
+    roots = {t.get_id() for t, _, _ in found}
+    ref = term.ctx_ref()
+    holding = reaching_ids(term, lambda ast: z3.Z3_get_ast_id(ref, ast) in roots)
+    out = []
+    for t, decl, parts in found:
+        if not any(part.get_id() in holding for part in parts):
+            out.append(Union(t, decl, parts, parts if decl == SUM else [], z3.RealVal(1) if decl == SUM else None))
     return out
 
 

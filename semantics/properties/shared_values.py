@@ -25,6 +25,7 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.canonical import Normalizer
 from semantics.properties import warp_stores
 from semantics.properties.races import OTHER, second_thread
 from semantics.ptx.machine import Launch, Thread
@@ -32,9 +33,10 @@ from semantics.ptx.state import Access, KernelContext, SharedRead
 from semantics.terms import subterms
 
 
-def _substitute(term: z3.ExprRef, pairs: list) -> z3.ExprRef:
+def _substitute(term: z3.ExprRef, pairs: list, normal: Normalizer) -> z3.ExprRef:
     """Each read placeholder f(reader coordinates) replaced by its value; an application of f to other
-    coordinates (a value shuffled in from another lane) by the value with those coordinates substituted."""
+    coordinates (a value shuffled in from another lane) by the value with those coordinates substituted.
+    The result is in `normal`'s form: each lane's copy of a reduction read across lanes is then one term."""
     if not pairs:
         return term
     values = {symbol.decl().name(): (symbol, value) for symbol, value in pairs}
@@ -44,13 +46,16 @@ def _substitute(term: z3.ExprRef, pairs: list) -> z3.ExprRef:
     replaced = []
     for app in found:
         symbol, value = values[app.decl().name()]
-        replaced.append((app, z3.substitute(value, *zip(symbol.children(), app.children(), strict=True))))
-    return z3.substitute(term, *replaced)
+        # the coordinates in normal form first: lanes that name one thread alike then share one value
+        at = [normal(c) for c in app.children()]
+        replaced.append((app, normal(z3.substitute(value, *zip(symbol.children(), at, strict=True)))))
+    return normal.uniform(z3.substitute(term, *replaced))
 
 
-def _resolved(access: Access, pairs: list) -> Access:
-    return dataclasses.replace(access, guard=_substitute(access.guard, pairs), offset=_substitute(access.offset, pairs),
-                               values=tuple(_substitute(v, pairs) for v in access.values))
+def _resolved(access: Access, pairs: list, normal: Normalizer) -> Access:
+    return dataclasses.replace(access, guard=_substitute(access.guard, pairs, normal),
+                               offset=_substitute(access.offset, pairs, normal),
+                               values=tuple(_substitute(v, pairs, normal) for v in access.values))
 
 
 class Resolver:
@@ -60,6 +65,7 @@ class Resolver:
         self.propose, self.checker, self.timeout_s, self.record, self.accepted = (propose, checker, timeout_s,
                                                                                   record, accepted)
         self._resolved_stores: dict[int, Access] = {}
+        self.normal = Normalizer(self.thread.tid[0], (launch.block[0] - 1).bit_length())
 
     def run(self) -> None:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
@@ -74,11 +80,11 @@ class Resolver:
             pairs.append((read.symbol, value))
         if pairs:
             for access in self.ctx.accesses:
-                resolved = _resolved(access, pairs)
+                resolved = _resolved(access, pairs, self.normal)
                 access.guard, access.offset, access.values = resolved.guard, resolved.offset, resolved.values
 
     def _value(self, read: SharedRead, stores: list[Access], pairs: list) -> z3.ExprRef:
-        reader_guard, reader_offset = _substitute(read.guard, pairs), _substitute(read.offset, pairs)
+        reader_guard, reader_offset = (_substitute(t, pairs, self.normal) for t in (read.guard, read.offset))
         candidates = sorted((s for s in stores if s.buffer == read.buffer and s.phase < read.phase),
                             key=lambda s: -s.phase)
         # Within one phase the chain's order says nothing about program order, so two store instructions of
@@ -110,7 +116,7 @@ class Resolver:
         are of its phase or earlier, so by the time a later read asks, `pairs` holds all of them: once is enough."""
         key = id(store)
         if key not in self._resolved_stores:
-            self._resolved_stores[key] = _resolved(store, pairs)
+            self._resolved_stores[key] = _resolved(store, pairs, self.normal)
         return self._resolved_stores[key]
 
     def _writer(self, read: SharedRead, store: Access, reader_guard, reader_offset, n: int):
@@ -135,7 +141,7 @@ class Resolver:
         in_block = z3.And(*[z3.ULT(w, n) for (_, w), n in zip(writer, self.launch.block, strict=True)])
         wrote = z3.And(in_block, z3.substitute(store.guard, *writer),
                        z3.substitute(store.offset, *writer) == reader_offset)
-        return wrote, z3.substitute(store.values[0], *writer)
+        return wrote, self.normal(z3.substitute(store.values[0], *writer))
 
     def _always(self, read: SharedRead, store: Access, reader_guard: z3.BoolRef, wrote: z3.BoolRef) -> bool:
         """Whether the store's writer writes the element whenever the read happens. Then no earlier store is
