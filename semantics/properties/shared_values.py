@@ -65,7 +65,10 @@ class Resolver:
         self.propose, self.checker, self.timeout_s, self.record, self.accepted = (propose, checker, timeout_s,
                                                                                   record, accepted)
         self._resolved_stores: dict[int, Access] = {}
-        self.normal = Normalizer(self.thread.tid[0], (launch.block[0] - 1).bit_length())
+        # Lane symmetry comes from butterfly exchanges between lanes: without any warp exchange there is none
+        # to find, and looking for it (flipping each bit of tid.x in every reduction) costs minutes.
+        bits = (launch.block[0] - 1).bit_length() if ctx.warp_uniform else 0
+        self.normal = Normalizer(self.thread.tid[0], bits)
 
     def run(self) -> None:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
