@@ -18,6 +18,9 @@ The reindexings φ (kernel -> reference) and ψ (reference -> kernel) are hints.
 term reading one buffer twice pairs its reads in several ways, only some right) against the very obligations
 the matcher then proves itself; without a winner, the prover's first proposal is used, as without a search.
 
+The unions it matches (a block's partial sums, a max tree, an unrolled reduction) are found by
+`semantics.properties.unions`.
+
 Products (`Prod`) are not matched here: every step above is stated for sums and maxima, and the unions
 (a sum of Sums with one coefficient, a max tree) are sum and max algebra. A Prod is left as it is (its
 running form against a prefix is `semantics.properties.prefix`'s), so a comparison that still holds one is
@@ -37,13 +40,12 @@ from functools import cached_property
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM, SUM, is_comprehension, scaled_sum
+from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.terms import applications, constants, mentions, reaching, reaching_ids, subterms
-
-MATCHED = (SUM, MAX_FROM, MIN_FROM)   # the comprehensions whose theorems this module states
+from semantics.properties.unions import MATCHED, is_extremum_node, unions, unrolled
+from semantics.terms import applications, constants, mentions, reaching
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def open_family(term: z3.ExprRef, var_name: str, split: bool) -> Family:
 
 def _extremum_leaves(term: z3.ExprRef, greater: bool) -> list[z3.ExprRef]:
     """The elements of a tree of If(a >= b, a, b) (max) or If(a <= b, a, b) (min) nodes."""
-    if _is_extremum_node(term, greater):
+    if is_extremum_node(term, greater):
         return _extremum_leaves(term.arg(1), greater) + _extremum_leaves(term.arg(2), greater)
     return [term]
 
@@ -177,7 +179,7 @@ class Matcher:
         Sum comprehensions or a max over several: a reduction split over lanes, loops or threads) wherever they
         occur, innermost first, then pairs, innermost first. A union inside another reduction's body (the
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
-        if not innermost(reference) or not (innermost(kernel) or _unrolled(kernel)):
+        if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
         kernel, reference = self._rewrite_unions(kernel, reference)
@@ -218,7 +220,7 @@ class Matcher:
         progress = True
         while progress:
             progress = False
-            for union in _unions(kernel) + _unrolled(kernel):
+            for union in unions(kernel) + unrolled(kernel):
                 for cr in innermost(reference):
                     if cr.decl() != union.decl or (union.term.get_id(), cr.get_id()) in tried:
                         continue
@@ -456,149 +458,6 @@ def _family(term: z3.ExprRef, var_name: str, split: bool, outer: Outer | None = 
 def _singleton(term: z3.ArithRef, var_name: str) -> Family:
     """A lone element of a max, as a family over the one-point domain [0, 1)."""
     return Family("max", z3.BitVecVal(0, 64), z3.BitVecVal(1, 64), z3.BitVec(var_name, 64), (term,), None)
-
-
-def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
-    """The elements of a max-tree: leaves of If(a >= b, a, b) nodes, with each MaxFrom's initial value taken
-    out as an element of its own (max(init, F) is the max over {init} ∪ F)."""
-    out, todo = [], [term]
-    while todo:
-        t = todo.pop()
-        if _is_max_node(t):
-            todo.extend([t.arg(1), t.arg(2)])
-        elif z3.is_app(t) and t.decl() == MAX_FROM:
-            out.append(t)              # its family; `_equal(..., inits_apart=True)` leaves its init out
-            todo.append(t.arg(0))      # and its initial value as an element of its own
-        else:
-            out.append(t)
-    return out
-
-
-@dataclass(frozen=True)
-class Union:
-    """Several comprehensions of the kernel that together are one reduction: the elements of a max tree
-    (`term` its root), or Sum comprehensions that a sum (`term`) adds, each times one rational `coefficient`
-    c — z3 distributes a mean's 1/n over the sum of a block's partial sums, so a mean is Σ c·Sᵢ."""
-
-    term: z3.ExprRef
-    decl: z3.FuncDeclRef
-    parts: list[z3.ExprRef]
-    members: list[z3.ExprRef]            # sums: the summands of `term` that are the parts (Sᵢ or c·Sᵢ); max: []
-    coefficient: z3.ArithRef | None = None
-
-    def replaced(self, kernel: z3.ExprRef, symbol: z3.ArithRef) -> z3.ExprRef:
-        """The kernel with the union's value named by `symbol` (proved equal to the reduction of the parts)."""
-        if self.decl == MAX_FROM:
-            return z3.substitute(kernel, (self.term, symbol))
-        if _grouped_everywhere(kernel, self.parts, self.members):
-            # every occurrence of a part is as a member of a sum that holds all of them (in the value and
-            # inside comprehension bodies: a variance's Σ (x - mean)²): there Σ c·Sᵢ = c·σ, which is what the
-            # first part as σ and the others as 0 leave
-            zero = z3.RealVal(0)
-            return z3.simplify(z3.substitute(kernel, (self.parts[0], symbol), *[(p, zero) for p in self.parts[1:]]),
-                               elim_sign_ext=False)
-        members = {m.get_id() for m in self.members}
-        rest = [u for u in self.term.children() if u.get_id() not in members]
-        return z3.substitute(kernel, (self.term, z3.Sum(*rest, self.coefficient * symbol)))
-
-
-def _grouped_everywhere(kernel: z3.ExprRef, parts: list[z3.ExprRef], members: list[z3.ExprRef]) -> bool:
-    """Whether each part occurs in `kernel` only as a member, and each member only in sums that hold all the
-    members."""
-    member_ids, part_ids = {m.get_id() for m in members}, {p.get_id() for p in parts}
-    for t in subterms(kernel):
-        kids = {k.get_id() for k in ([t.body()] if z3.is_quantifier(t) else t.children() if z3.is_app(t) else [])}
-        touched = kids & (member_ids | part_ids)
-        if not touched or t.get_id() in member_ids:
-            continue
-        if not z3.is_add(t) or not member_ids <= kids or touched - member_ids:
-            return False
-    return True
-
-
-def _is_extremum_node(t: z3.ExprRef, greater: bool) -> bool:
-    """If(a >= b, a, b) (max) or If(a <= b, a, b) (min)."""
-    kind = z3.Z3_OP_GE if greater else z3.Z3_OP_LE
-    return z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), kind) and \
-        z3.eq(t.arg(0).arg(0), t.arg(1)) and z3.eq(t.arg(0).arg(1), t.arg(2))
-
-
-def _is_max_node(t: z3.ExprRef) -> bool:
-    return _is_extremum_node(t, greater=True)
-
-
-def _unions(term: z3.ExprRef) -> list[Union]:
-    """The kernel's unions whose comprehensions are all innermost, found top-down outside binders: max trees
-    by their roots (a subtree is not a union of its own), sums by the groups of Sum summands with one
-    coefficient."""
-    holding = reaching(term, COMPREHENSIONS)
-
-    def innermost_part(t: z3.ExprRef) -> bool:   # (a Prod is no part: the union holding one is left alone)
-        return is_comprehension(t) and t.decl() in MATCHED and t.arg(t.num_args() - 1).get_id() not in holding
-
-    out: list[Union] = []
-    todo, seen = [(term, False)], set()
-    while todo:
-        t, in_max = todo.pop()
-        if (t.get_id(), in_max) in seen or t.get_id() not in holding:
-            continue
-        seen.add((t.get_id(), in_max))
-        is_max = _is_max_node(t)
-        if is_max and not in_max:
-            elements = _max_elements(t)
-            if any(is_comprehension(e) for e in elements) and \
-                    all(innermost_part(e) or e.get_id() not in holding for e in elements):
-                out.append(Union(t, MAX_FROM, elements, []))
-        elif z3.is_add(t):
-            out.extend(_sum_groups(t, innermost_part))
-        children = [t.arg(1), t.arg(2)] if is_max else t.children() if z3.is_app(t) else []
-        todo.extend((c, is_max) for c in children)
-    return out
-
-
-MIN_UNROLLED = 8   # elements (summands) of a comprehension-free max tree (sum) tried as a reduction: fewer are a
-                   # kernel's own arithmetic (relu's max(x, 0), a bias add), not a reduction over a tensor axis
-
-
-def _unrolled(term: z3.ExprRef) -> list[Union]:
-    """Reductions the kernel unrolled completely (a Triton `tl.max`/`tl.sum` over a block's registers and
-    lanes, `semantics.canonical` having made every lane's copy one term): max trees of at least MIN_UNROLLED
-    elements and sums of at least MIN_UNROLLED summands with no comprehension in them, innermost first —
-    those with no other such reduction inside (the row max before the sum of exp(x - max))."""
-    if reaching(term, COMPREHENSIONS):
-        return []
-    inner_nodes: set[int] = set()
-    found: list[tuple[z3.ExprRef, z3.FuncDeclRef, list[z3.ExprRef]]] = []
-    for t in subterms(term):
-        if _is_max_node(t):
-            inner_nodes.update(c.get_id() for c in t.children()[1:] if _is_max_node(c))
-    for t in subterms(term):
-        if _is_max_node(t) and t.get_id() not in inner_nodes:
-            found.append((t, MAX_FROM, _max_elements(t)))
-        elif z3.is_add(t) and z3.is_real(t) and not any(z3.is_add(u) for u in t.children()):
-            found.append((t, SUM, t.children()))   # (flat: its summands are its members, replaced all at once)
-    found = [(t, decl, parts) for t, decl, parts in found if len(parts) >= MIN_UNROLLED]
-    roots = {t.get_id() for t, _, _ in found}
-    ref = term.ctx_ref()
-    holding = reaching_ids(term, lambda ast: z3.Z3_get_ast_id(ref, ast) in roots)
-    out = []
-    for t, decl, parts in found:
-        if not any(part.get_id() in holding for part in parts):
-            out.append(Union(t, decl, parts, parts if decl == SUM else [], z3.RealVal(1) if decl == SUM else None))
-    return out
-
-
-def _sum_groups(t: z3.ExprRef, innermost_part: Callable) -> list[Union]:
-    """The summands of the sum t that are Sum comprehensions times one coefficient, by coefficient."""
-    groups: dict[str, tuple[z3.ArithRef, list, list]] = {}
-    for u in t.children():
-        scaled = scaled_sum(u)
-        if scaled is not None and innermost_part(scaled[1]):
-            c, part = scaled
-            groups.setdefault(str(c), (c, [], []))
-            groups[str(c)][1].append(part)
-            groups[str(c)][2].append(u)
-    return [Union(t, SUM, parts, members, c) for c, parts, members in groups.values() if len(parts) > 1]
 
 
 def _progression_cover(matcher: Matcher, lanes: list, phis: list, ref: Family, exact: bool) -> bool | None:
