@@ -40,8 +40,13 @@ def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S) -> 
     """Decide an obligation from its SMT-LIB text alone, in a fresh solver of the named kind."""
     if solver == "cvc5":
         return Cvc5Checker().check_text(text, timeout_s)
-    formula = z3.And(*z3.parse_smt2_string(unshadow(standard_smt2(text))))
-    return Z3Checker().check(Obligation("re-proof", "", formula), timeout_s)
+    return Z3Checker().check(Obligation("re-proof", "", parsed(text)), timeout_s)
+
+
+def parsed(text: str) -> z3.BoolRef:
+    """The formula an obligation's SMT-LIB text states, read by z3 with the semantics' ideal functions kept
+    uninterpreted (`unshadow`), as the run that proved it had them."""
+    return z3.And(*z3.parse_smt2_string(unshadow(standard_smt2(text))))
 
 
 def one_line(name: str) -> str:
@@ -82,7 +87,7 @@ def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obli
 
 def structure(text: str) -> str:
     """The structural digest (commutative arguments in any order) of the formula an SMT-LIB text parses to."""
-    return structural_digest(z3.And(*z3.parse_smt2_string(standard_smt2(text))))
+    return structural_digest(parsed(text))
 
 
 def _pair_by_structure(derived: dict[str, Obligation], certified: dict[str, object]) -> None:

@@ -43,6 +43,11 @@ def extremum(term: z3.ExprRef) -> int | None:
     return None
 
 
+def is_extremum_node(term: z3.ExprRef, greater: bool) -> bool:
+    """If(a >= b, a, b) (a max node, `greater`) or If(a <= b, a, b) (a min node) over reals."""
+    return extremum(term) == (z3.Z3_OP_GE if greater else z3.Z3_OP_LE)
+
+
 def _is_real_sum(term: z3.ExprRef) -> bool:
     return z3.is_add(term) and z3.is_real(term)
 

@@ -10,6 +10,8 @@ The index's constant c is subtracted from e first, except when it is below every
 an unrolled or vector store, `4·j + 1048544·bx + 32767·tx + 2`): the floors then absorb it, and every lane
 of every such store decodes the same e / 1048544, (e % 1048544) / 32767: a coverage obligation holds one
 division per distinct dividend, and a division by a constant that is not a power of two is costly to z3.
+For the same reason Triton's unrolled columns ((tid & 127) + 128·k) take it off at the last digit
+(`_offset_digit`).
 """
 
 from __future__ import annotations

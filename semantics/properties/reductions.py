@@ -40,11 +40,12 @@ from functools import cached_property
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.properties.unions import MATCHED, is_extremum_node, unions, unrolled
+from semantics.properties.unions import MATCHED, unions, unrolled
 from semantics.terms import applications, constants, mentions, reaching
 
 

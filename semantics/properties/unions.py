@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import z3
 
+from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM, SUM, is_comprehension, scaled_sum
 from semantics.terms import reaching, reaching_ids, subterms
 
@@ -76,13 +77,6 @@ def _grouped_everywhere(kernel: z3.ExprRef, parts: list[z3.ExprRef], members: li
         if not z3.is_add(t) or not member_ids <= kids or touched - member_ids:
             return False
     return True
-
-
-def is_extremum_node(t: z3.ExprRef, greater: bool) -> bool:
-    """If(a >= b, a, b) (max) or If(a <= b, a, b) (min)."""
-    kind = z3.Z3_OP_GE if greater else z3.Z3_OP_LE
-    return z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_app_of(t.arg(0), kind) and \
-        z3.eq(t.arg(0).arg(0), t.arg(1)) and z3.eq(t.arg(0).arg(1), t.arg(2))
 
 
 def _is_max_node(t: z3.ExprRef) -> bool:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import z3
 
+from semantics.canonical import is_extremum_node
 from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, max_over, min_over, prod_over, sum_over
 from semantics.ptx.machine import simplify
 from semantics.terms import mentions
@@ -39,11 +40,8 @@ class Accumulator:
 
 def _leaves(term: z3.ExprRef, pick_greater: bool) -> list[z3.ExprRef]:
     """Flatten a tree of If(x >= y, x, y) (max) or If(x <= y, x, y) (min) nodes."""
-    kind = z3.Z3_OP_GE if pick_greater else z3.Z3_OP_LE
-    if z3.is_app_of(term, z3.Z3_OP_ITE):
-        cond, a, b = term.children()
-        if z3.is_app_of(cond, kind) and z3.eq(cond.arg(0), a) and z3.eq(cond.arg(1), b):
-            return _leaves(a, pick_greater) + _leaves(b, pick_greater)
+    if is_extremum_node(term, pick_greater):
+        return _leaves(term.arg(1), pick_greater) + _leaves(term.arg(2), pick_greater)
     return [term]
 
 
