@@ -81,7 +81,7 @@ def site(problem: Problem, hints: dict[str, object]) -> Site:
     """Bind, execute and resolve shared-memory values as `verify` does, every hint proved again before use.
     Reach guards get no iteration bound (a sound over-approximation); a witness's iterations are checked
     exactly by `_reached`."""
-    ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers)
+    ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
     provers = replay_provers(hints.get)
 
     def ignore(_ob: Obligation, _outcome: Outcome) -> None:

@@ -36,7 +36,8 @@ SEARCH_WIDTH = 2     # obligations a local search checks at once (in-process z3 
 
 def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
                witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
-               search_width: int = SEARCH_WIDTH, solver_s: float | None = None) -> Result:
+               search_width: int = SEARCH_WIDTH, solver_s: float | None = None,
+               allow_narrowing: bool = False) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
     its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
     to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
@@ -53,7 +54,7 @@ def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Pat
     with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
             Search(checker, STRATEGIES, budget, search_width) as search:
         try:
-            prepared = prepare(manifest)
+            prepared = prepare(manifest, allow_narrowing)
             name = prepared.task.name
             report = verify(prepared.problem, checker, replace(PROVERS, search=search.hook), timeout_s, stages)
         except (IntakeError, ReferenceCaptureError) as exc:
@@ -123,8 +124,12 @@ def main() -> None:
 @click.option("--address", default=None, help="Join this Ray cluster (default: $RAY_ADDRESS) instead.")
 @click.option("--solver-seconds", "solver_s", type=float, default=None,
               help="Solver-time budget in seconds (summed over obligations); once spent, the rest is unknown.")
+@click.option("--allow-narrowing", is_flag=True,
+              help="Take float conversions narrower than the reference's dtype (f32 to f16/bf16) as the identity "
+                   "on reals, each listed as axiom float.narrowing@line N (default: unknown).")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
-                   witness: Path | None, workers: int | None, address: str | None, solver_s: float | None) -> None:
+                   witness: Path | None, workers: int | None, address: str | None, solver_s: float | None,
+                   allow_narrowing: bool) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
     if task.is_dir() and (task / "lark.toml").is_file():
@@ -135,9 +140,12 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
             click.echo(f"[lark] {stage} ...", err=True)
 
     if workers or address:
+        if allow_narrowing:
+            raise click.UsageError("--allow-narrowing is not supported with --workers/--address yet")
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
-        result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s)
+        result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
+                            allow_narrowing=allow_narrowing)
     click.echo(json.dumps(result.to_json(), indent=None if as_json else 2) if as_json else _human(result))
     sys.exit(result.exit_status)
 

@@ -22,6 +22,7 @@ from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch
 from semantics.ptx.parser import PtxSyntaxError, parse_ptx
+from semantics.ptx.state import Precision
 from semantics.torch.capture import RefGraph, capture_reference
 from semantics.torch.graph import ScalarSpec, TensorSpec
 from semantics.torch.ops import RefEnv, reference_outputs
@@ -117,7 +118,9 @@ def capture_cached(source: Path) -> RefGraph:
     return graph
 
 
-def prepare(path: Path) -> Prepared:
+def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
+    """Stages 1-5 for the manifest at `path`. `allow_narrowing` lets float conversions narrower than the
+    reference's dtype stand as the identity (axiom float.narrowing, listed per use)."""
     task = load_task(path)
     compiled = compile_kernel(task.kernel)
     try:
@@ -150,8 +153,16 @@ def prepare(path: Path) -> Prepared:
     references, problem_text = _references(graph, task, buffers, scalars, origin)
     problem = Problem(kernel, launch, buffers, args, references, problem_text,
                       shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files,
-                      language=task.kernel.language)
+                      language=task.kernel.language,
+                      precision=Precision(_reference_float_bits(buffers), allow_narrowing))
     return Prepared(task, compiled, kernel, graph, problem)
+
+
+def _reference_float_bits(buffers: dict[str, Buffer]) -> int:
+    """The float width the reference computes in: its widest float output (else its widest float tensor)."""
+    floats = [b for b in buffers.values() if b.is_float]
+    outputs = [b for b in floats if b.role == "output"] or floats
+    return max((8 * b.elem_bytes for b in outputs), default=32)
 
 
 def _references(graph: RefGraph, task: Task, buffers: dict[str, Buffer], scalars: dict, origin: dict):

@@ -19,7 +19,7 @@ import z3
 
 from semantics.terms import subterms
 
-AXIOM_TABLE_VERSION = "2026.11.1"
+AXIOM_TABLE_VERSION = "2026.12.1"
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,9 @@ AXIOMS: dict[str, Axiom] = {
     for a in (
         Axiom("float.reals", "f16/bf16/f32/f64 values and operations are exact real arithmetic; float casts "
                              "are the identity"),
+        Axiom("float.narrowing", "a conversion to a float format narrower than the reference's (f16, bf16) is "
+                                 "the identity on reals; only with --allow-narrowing, each use listed as "
+                                 "float.narrowing@line N (the PTX line of the cvt)"),
         Axiom("ex2.approx", "ex2.approx(y) = exp(y * ln 2)"),
         Axiom("ex2.log2e", "ex2(x * c) = exp(x) where c is log2(e) rounded to f32 (0f3FB8AA3B), the "
                            "idiom behind __expf, expf and tl.exp"),

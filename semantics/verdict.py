@@ -26,6 +26,7 @@ from semantics.properties import (
     loop_shared,
     memory_safety,
     races,
+    registers,
     shared_init,
     shared_values,
     termination,
@@ -44,6 +45,7 @@ from semantics.ptx.ast import Kernel
 from semantics.ptx.bind import bind
 from semantics.ptx.machine import Buffer, Launch
 from semantics.ptx.neginf import mentions_neg_inf
+from semantics.ptx.state import Precision
 from semantics.ptx.symexec import execute
 from semantics.terms import larger_than
 
@@ -94,6 +96,7 @@ class Problem:
     shared_symbols: set[str] = field(default_factory=set)
     source_files: dict[int, str] = field(default_factory=dict)  # PTX `.file` index -> source path
     language: str = "ptx"                                # cuda | triton | ptx: how witnesses name blocks
+    precision: Precision = field(default_factory=Precision)  # how far float conversions may narrow
 
 
 class FiniteOnly:
@@ -142,7 +145,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
 
     results = {p: PropertyResult() for p in PROPERTIES}
     try:
-        ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers)
+        ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
+        if any(b.is_float for b in problem.buffers.values()):
+            ctx.axioms.add("float.reals")   # the axiom every float verdict rests on (DESIGN §3)
         note("symbolic execution")
 
         def exit_oracle(loop, key: str):
@@ -152,7 +157,7 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
 
         effects = execute(problem.kernel, ctx, exit_oracle)
     except Unsupported as exc:
-        reason = f"unsupported: {exc}"
+        reason = f"unsupported: {exc}{_source_suffix(exc.where, problem)}"
         for r in results.values():
             r.downgrade(UNKNOWN, reason)
         return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, seconds=time.monotonic() - start)
@@ -181,6 +186,9 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     note("memory safety")
     results["memory_safety"] = memory_safety.check(accesses, ctx.buffers, thread, launch_ok, checker,
                                                    per_obligation(), record)
+    if results["memory_safety"].state != VIOLATED:
+        results["memory_safety"].merge(registers.check(ctx.undefined_reads, thread, launch_ok, checker,
+                                                       per_obligation(), record))
     if results["memory_safety"].state != VIOLATED:
         initialized = shared_init.check(accesses, thread, launch, problem.shared_symbols, provers.inverse, checker,
                                         per_obligation(), record, hints, ctx.loop_initialized)
@@ -222,15 +230,29 @@ def _bounds(provers: Provers, thread, launch: Launch, exact: bool, timeout_s: fl
     return searched
 
 
+def source_lines(kernel: Kernel, files: dict[int, str]) -> dict[int, str]:
+    """PTX line -> `file:line` of the source it came from (the PTX's .loc directives)."""
+    return {ins.line: f"{Path(files[ins.loc[0]]).name}:{ins.loc[1]}" for ins in kernel.body
+            if getattr(ins, "loc", None) and ins.loc[0] in files}
+
+
+def _source_suffix(where: str | None, problem: Problem) -> str:
+    """` [kernel.cu:12]` for an Unsupported located at a PTX line that has a source line, else ''."""
+    if not where or not where.startswith("line ") or not where[5:].isdigit():
+        return ""
+    source = source_lines(problem.kernel, problem.source_files).get(int(where[5:]))
+    return f" [{source}]" if source else ""
+
+
 def locate(finding: Finding, kernel: Kernel, files: dict[int, str], language: str = "ptx") -> None:
     """Add the source line (from the PTX's .loc directives) to every witness part that names a PTX line, and,
     for Triton, the program id (Triton's name for the block index)."""
-    lines = {ins.line: ins.loc for ins in kernel.body if getattr(ins, "loc", None)}
+    lines = source_lines(kernel, files)
 
     def visit(part: dict) -> None:
-        loc = lines.get(part.get("line"))
-        if loc and loc[0] in files:
-            part["source"] = f"{Path(files[loc[0]]).name}:{loc[1]}"
+        source = lines.get(part.get("line"))
+        if source:
+            part["source"] = source
         if language == "triton" and "block" in part:
             part["program_id"] = part["block"]
         for value in part.values():
@@ -272,7 +294,7 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     if why:
         return PropertyResult(UNKNOWN, [why])
     values = equivalence.check(stored, problem.buffers, problem.references, thread, launch_ok, checker,
-                               timeout_s, record, provers, hints)
+                               timeout_s, record, provers, hints, frozenset(problem.shared_symbols))
     if values.state == VIOLATED:
         return values
     for name in sorted(summed):

@@ -26,9 +26,12 @@ from semantics.properties.common import (
     Finding,
     PropertyResult,
     escape,
+    rename_apart,
+    second_thread,
     shaped_thread,
     thread_witness,
 )
+from semantics.properties.races import OTHER
 from semantics.properties.reductions import Matcher, innermost
 from semantics.ptx.machine import Buffer, Thread, simplify
 from semantics.ptx.state import Access
@@ -100,10 +103,24 @@ def _reads_input(term: z3.ExprRef) -> bool:
     return any(z3.is_app(t) and t.num_args() and t.decl().kind() == z3.Z3_OP_UNINTERPRETED for t in subterms(term))
 
 
+@dataclass(frozen=True)
+class Scene:
+    """What confirming a counterexample looks at: every output store of the launch, the symbolic thread, the
+    launch's constraints, the symbols all threads share, and the checker with its time limit."""
+
+    stores: list[Access]
+    thread: Thread
+    launch_ok: z3.BoolRef
+    shared: frozenset[str]
+    checker: Checker
+    timeout_s: float
+
+
 def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str, Callable], thread: Thread,
           launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record, provers,
-          accepted: dict) -> PropertyResult:
+          accepted: dict, shared: frozenset[str] = frozenset()) -> PropertyResult:
     result = PropertyResult()
+    scene = Scene(stores, thread, launch_ok, frozenset(shared), checker, timeout_s)
     for access in stores:
         buffer = buffers[access.buffer]
         for j in range(len(access.values)):
@@ -134,9 +151,9 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
                 continue
             finding = None
             if outcome.status == REFUTED:
-                finding = _confirm(access, ob, outcome, values, stores, thread, checker, timeout_s)
+                finding = _confirm(access, ob, outcome, values, scene)
             elif unmatched:
-                finding = _concrete_search(access, ob, values, stores, thread, checker, timeout_s)
+                finding = _concrete_search(access, ob, values, scene)
             if finding:
                 result.downgrade(VIOLATED)
                 result.findings.append(finding)
@@ -146,20 +163,19 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
     return result
 
 
-def _concrete_search(access: Access, ob: Obligation, values: Values, stores, thread, checker,
-                     timeout_s: float) -> Finding | None:
+def _concrete_search(access: Access, ob: Obligation, values: Values, scene: Scene) -> Finding | None:
     """When the solver cannot decide a comparison of reductions, look for a witness directly: one thread that
     performs the store (a model of the obligation's hypothesis), then the usual confirmation — reachability,
     no overwrite, and both values recomputed on real numbers with the comprehensions expanded, at the
     model's inputs and at random ones. A witness found this way is as concrete as any other."""
     solver = z3.Solver()
-    solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
+    solver.set("timeout", int(min(scene.timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
     claim = ob.formula.arg(0) if z3.is_and(ob.formula) else ob.formula   # the hypothesis and the difference
     solver.add(claim)
     status = solver.check()
     if status == z3.unknown:   # the difference is too hard for the solver: any storing thread will do
         solver = z3.Solver()
-        solver.set("timeout", int(min(timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
+        solver.set("timeout", int(min(scene.timeout_s, UNMATCHED_TIMEOUT_S) * 1000))
         solver.add(hypothesis_of(ob.formula))
         status = solver.check()
     if status != z3.sat:
@@ -167,7 +183,7 @@ def _concrete_search(access: Access, ob: Obligation, values: Values, stores, thr
     model = solver.model()
     found = {name: model_value(model.eval(term, model_completion=True)) for name, term in ob.witness.items()}
     candidate = Outcome(REFUTED, "concrete search", 0.0, found, z3_model=model)
-    return _confirm(access, ob, candidate, values, stores, thread, checker, timeout_s)
+    return _confirm(access, ob, candidate, values, scene)
 
 
 def hypothesis_of(formula: z3.BoolRef) -> z3.BoolRef:
@@ -182,13 +198,12 @@ def _fixes(ob: Obligation, model: dict) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
             if n != "element_index" and z3.is_const(t)]
 
 
-def _confirm(access: Access, ob: Obligation, outcome, values: Values, stores: list[Access], thread: Thread,
-             checker: Checker, timeout_s: float) -> Finding | None:
+def _confirm(access: Access, ob: Obligation, outcome, values: Values, scene: Scene) -> Finding | None:
     fixes = _fixes(ob, outcome.model)
-    if access.loops and checker.check(Obligation("reach", "equivalence", escape(access.loops, fixes)),
-                                      timeout_s).status != PROVED:
+    if access.loops and scene.checker.check(Obligation("reach", "equivalence", escape(access.loops, fixes)),
+                                            scene.timeout_s).status != PROVED:
         return None
-    if _may_be_overwritten(access, thread, outcome.model, stores, fixes, checker, timeout_s):
+    if _may_be_overwritten(access, outcome.model, fixes, scene):
         return None
     replay = _replay(*values.for_replay(), outcome.z3_model, fixes)
     if replay is None:
@@ -206,16 +221,17 @@ def _confirm(access: Access, ob: Obligation, outcome, values: Values, stores: li
     return Finding("equivalence", msg, witness)
 
 
-def _may_be_overwritten(access, thread, model, stores, fixes, checker, timeout_s) -> bool:
-    """Another store of the same thread (another site, or this site at another iteration) could write the
-    same element; then this store's value need not be final, and the model is not a witness."""
-    others = [s for s in stores if s.buffer == access.buffer and (s is not access or s.loops)]
-    if not others:
-        return False
+def _may_be_overwritten(access: Access, model: dict, fixes: list, scene: Scene) -> bool:
+    """Another store could write the same element at the same time or later: of the same thread (another
+    site, or this site at another iteration), or of another thread (of another block, or of this block in
+    this barrier interval or a later one). Then this store's value need not be final, and the model is not
+    a witness."""
     index = model["element_index"]
-    thread_vars = {str(v) for v in thread.variables()}
+    thread_vars = {str(v) for v in scene.thread.variables()}
     thread_fixes = [(t, v) for t, v in fixes if str(t) in thread_vars]
-    cases = []
+    stores = scene.stores
+    others = [s for s in stores if s.buffer == access.buffer and (s is not access or s.loops)]
+    cases = [_other_thread_writes(access, s, index, fixes, scene) for s in stores if s.buffer == access.buffer]
     for s in others:
         renamed = [(k, z3.FreshConst(k.sort(), "k")) for _, k in s.loops] if s is access else []
         guard, offset = (z3.substitute(t, *renamed) if renamed else t for t in (s.guard, s.offset))
@@ -227,7 +243,29 @@ def _may_be_overwritten(access, thread, model, stores, fixes, checker, timeout_s
             if s is access else z3.BoolVal(True)
         cases.append(z3.And(guard, hit, differs))
     probe = z3.substitute(z3.Or(cases), *thread_fixes) if thread_fixes else z3.Or(cases)
-    return checker.check(Obligation("overwrite", "equivalence", probe), timeout_s).status != PROVED
+    return scene.checker.check(Obligation("overwrite", "equivalence", probe), scene.timeout_s).status != PROVED
+
+
+def _hits(store: Access, guard: z3.BoolRef, offset: z3.BitVecRef, index: int) -> z3.BoolRef:
+    """The store (performed with this guard and byte offset) writes element `index`."""
+    first = z3.LShR(offset, store.elem_bytes.bit_length() - 1)
+    return z3.And(guard, z3.ULE(first, index), z3.ULT(index, first + max(len(store.values), 1)))
+
+
+def _other_thread_writes(access: Access, store: Access, index: int, fixes: list, scene: Scene) -> z3.BoolRef:
+    """Some other thread of the launch performs `store` on element `index` not ordered before the witness's
+    `access`: in another block (no order at all), or in the same block in the same barrier interval or a
+    later one."""
+    thread, shared = scene.thread, scene.shared
+    guard, offset, _ = second_thread(store, thread, OTHER, shared)
+    other_ok = z3.substitute(scene.launch_ok, *rename_apart([scene.launch_ok], thread, OTHER, shared))
+    mine = z3.substitute(access.phase_term, *fixes) if access.phase_term is not None and fixes else \
+        access.phase_term if access.phase_term is not None else z3.BitVecVal(access.phase, 64)
+    theirs = store.phase_term if store.phase_term is not None else z3.BitVecVal(store.phase, 64)
+    theirs = z3.substitute(theirs, *rename_apart([theirs], thread, OTHER, shared))
+    not_before = z3.Or(z3.Not(thread.same_block(OTHER)), z3.UGE(theirs, mine))
+    return z3.And(other_ok, z3.Not(thread.same_thread(OTHER)), not_before,
+                  _hits(store, guard, offset, index))
 
 
 def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.ModelRef, fixes):

@@ -10,7 +10,7 @@ from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
 from semantics.ptx.floats import f32
 from semantics.ptx.machine import Buffer, Launch, Pointer, Thread, special_registers
-from semantics.ptx.state import KernelContext
+from semantics.ptx.state import KernelContext, Precision
 from semantics.ptx.types import TYPES
 
 
@@ -34,12 +34,16 @@ def param_value(param_type: str, arg: object) -> object:
     raise Unsupported(f"argument {arg!r} for a {param_type} parameter")
 
 
-def bind(kernel: Kernel, launch: Launch, args: list[object], buffers: dict[str, Buffer]) -> KernelContext:
+def bind(kernel: Kernel, launch: Launch, args: list[object], buffers: dict[str, Buffer],
+         precision: Precision | None = None) -> KernelContext:
     """The shared context of one launch: every parameter bound, one symbolic thread."""
     thread = Thread.fresh("")
     params = {p.name: param_value(p.type, a) for p, a in zip(kernel.params, args, strict=True)}
     buffers = {**buffers, **shared_buffers(kernel, launch)}
-    return KernelContext(launch, thread, buffers, params, special_registers(thread, launch))
+    ctx = KernelContext(launch, thread, buffers, params, special_registers(thread, launch))
+    if precision is not None:
+        ctx.precision = precision
+    return ctx
 
 
 def shared_buffers(kernel: Kernel, launch: Launch) -> dict[str, Buffer]:

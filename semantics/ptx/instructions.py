@@ -346,6 +346,8 @@ def _cvt(ex: ThreadState, ins: Instr) -> None:
     dst, src = ins.operands
     a = ex.read(src, aty)
     if dty.is_float and aty.is_float:
+        if dty.bits < min(aty.bits, ex.ctx.precision.floor_bits):
+            _narrowing(ex, ins, dty, aty)
         ex.write(dst, _saturate(a, ins))
     elif dty.is_float:
         ex.write(dst, z3.ToReal(z3.BV2Int(a, is_signed=aty.signed)))
@@ -357,6 +359,17 @@ def _cvt(ex: ThreadState, ins: Instr) -> None:
         ex.write(dst, z3.Extract(dty.bits - 1, 0, a) if dty.bits < aty.bits else a)
     else:
         ex.write(dst, (z3.SignExt if aty.signed else z3.ZeroExt)(dty.bits - aty.bits, a))
+
+
+def _narrowing(ex: ThreadState, ins: Instr, dty: PtxType, aty: PtxType) -> None:
+    """A conversion to a float format narrower than the reference computes in rounds away what the
+    reference keeps: the identity on reals is then an assumption (axiom `float.narrowing`, listed with the
+    line), made only when the task allows it; otherwise the conversion is outside the model."""
+    what = f"narrowing float conversion `cvt{''.join(ins.mods)}` ({aty.name[1:]} to {dty.name[1:]})"
+    if not ex.ctx.precision.allow_narrowing:
+        raise Unsupported(f"{what}; --allow-narrowing takes it as the identity on reals", f"line {ins.line}")
+    ex.use_axiom("float.narrowing")
+    ex.use_axiom(f"float.narrowing@line {ins.line}")
 
 
 def _copysign(ex: ThreadState, ins: Instr) -> None:

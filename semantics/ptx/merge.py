@@ -29,8 +29,13 @@ def join(a: ThreadState, b: ThreadState) -> ThreadState | None:
     shared = _common_prefix(a.path, b.path)
     took_a = z3.And(a.path[shared:]) if len(a.path) > shared else z3.BoolVal(True)
     took_b = z3.And(b.path[shared:]) if len(b.path) > shared else z3.BoolVal(True)
-    regs = {}
+    regs, undefined = {}, {}
     for name in a.regs.keys() | b.regs.keys():
+        ua, ub = (s.undefined.get(name, z3.BoolVal(False)) if name in s.regs else z3.BoolVal(True) for s in (a, b))
+        if ua is None or ub is None:
+            undefined[name] = None
+        elif not (z3.is_false(ua) and z3.is_false(ub)):
+            undefined[name] = simplify(z3.If(took_a, ua, ub))
         # a register set on one path only holds anything at all on the other
         va = a.regs[name] if name in a.regs else fresh_like(b.regs[name], name, a.ctx.fresh())
         vb = b.regs[name] if name in b.regs else fresh_like(a.regs[name], name, a.ctx.fresh())
@@ -42,6 +47,7 @@ def join(a: ThreadState, b: ThreadState) -> ThreadState | None:
     either = z3.Or(took_a, took_b)
     out.path = a.path[:shared] + ([] if _always(either) else [simplify(either)])
     out.regs = regs
+    out.undefined = undefined
     out.own_stores = a.own_stores + tuple(e for e in b.own_stores if not any(e is f for f in a.own_stores))
     return out
 

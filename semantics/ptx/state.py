@@ -87,6 +87,28 @@ class LoopRead:
     base: int = 0
 
 
+@dataclass(frozen=True)
+class UndefinedRead:
+    """A read of a register that holds no value when `guard` holds: no path defined it, or only a predicated
+    write did and its predicate was false (memory safety: every read reads a value written earlier)."""
+
+    register: str
+    guard: z3.BoolRef               # the thread's path condition and the register's undefined condition
+    loops: tuple                    # ((LoopInfo, k), ...), as for Access
+    line: int
+
+
+@dataclass(frozen=True)
+class Precision:
+    """What a float conversion may mean (DESIGN §3). Float casts are the identity on reals only down to the
+    reference's own float width (`floor_bits`): a conversion to a narrower format (f16, bf16) rounds away
+    what the reference keeps, so it is outside the model unless `allow_narrowing` makes it an instance of
+    the listed axiom `float.narrowing`."""
+
+    floor_bits: int = 32
+    allow_narrowing: bool = False
+
+
 @dataclass
 class KernelContext:
     """What every thread of one launch shares: the kernel, launch, buffers and parameter values."""
@@ -110,6 +132,8 @@ class KernelContext:
     loop_initialized: set[int] = field(default_factory=set)  # lines of loop reads proved to see a same-iteration write
     counter: list[int] = field(default_factory=lambda: [0])
     marks: neginf.Marks = field(default_factory=neginf.Marks)  # which values hold the -inf padding marker
+    undefined_reads: list[UndefinedRead] = field(default_factory=list)
+    precision: Precision = field(default_factory=lambda: Precision())
 
     def fresh(self) -> int:
         """The next number for a fresh symbol of this execution."""
@@ -134,11 +158,16 @@ class ThreadState:
     # in a loop body: (its iteration, barriers passed before the loop, the generic run's iteration symbol naming
     # the loop's shared-read placeholders, `memory._loop_read`)
     generic: tuple | None = None
+    # register -> the condition under which it holds no value (a first definition under a predicate), or
+    # None when that condition is not modelled (a predicated first definition in a loop, read after it); a
+    # register absent here is defined wherever it is in `regs`
+    undefined: dict[str, z3.BoolRef | None] = field(default_factory=dict)
+    line: int = 0                    # the PTX line of the instruction being executed
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
                            self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra,
-                           self.generic)
+                           self.generic, dict(self.undefined), self.line)
 
     def phase_term(self) -> z3.BitVecRef | None:
         """The number of barriers this thread has passed, when loops with barriers make it symbolic."""
@@ -174,10 +203,30 @@ class ThreadState:
 
     def reg(self, name: str) -> Value:
         if name in self.regs:
+            if name in self.undefined:
+                self.note_undefined(name, self.undefined[name])
             return self.regs[name]
         if name in self.ctx.special:
             return self.ctx.special[name]
         raise Unsupported(f"register `{name}` read before any write, or a special register not modelled")
+
+    def note_undefined(self, name: str, when: z3.BoolRef | None) -> None:
+        """Record a read of `name` that finds no value when `when` holds; `registers.check` asks whether a
+        thread can get there."""
+        if when is None:
+            raise Unsupported(f"register `{name}`, defined under a predicate inside a loop, read after the loop")
+        if self.recording and not z3.is_false(when):
+            self.ctx.undefined_reads.append(UndefinedRead(name, z3.And(self.condition(), when), self.loops,
+                                                          self.line))
+
+    def undefined_value(self, name: str, ty: PtxType) -> z3.ExprRef:
+        """The value of a register no path has defined: any value, and the read is recorded. In a loop body the
+        register may hold the previous iteration's value, which the loop summary does not track here."""
+        if self.in_body:
+            raise Unsupported(f"register `{name}` read before any write in a loop body")
+        self.note_undefined(name, z3.BoolVal(True))
+        sort = z3.BoolSort() if ty.kind == "pred" else z3.RealSort() if ty.is_float else z3.BitVecSort(ty.bits)
+        return z3.Const(f"undefined.{name}!{self.ctx.fresh()}", sort)
 
     def read_raw(self, op) -> Value:
         if isinstance(op, Reg):
@@ -201,11 +250,15 @@ class ThreadState:
             if ty.is_float:
                 return real_of_bits(op.bits, op.width)
             return z3.BitVecVal(op.bits, ty.bits)
+        if isinstance(op, Reg) and op.name not in self.regs and op.name not in self.ctx.special:
+            return self.undefined_value(op.name, ty)
         return coerce(self.read_raw(op), ty)
 
     def read_data(self, op, ty: PtxType) -> Value:
         """An operand of a data-movement instruction (mov, selp, st): any kind passes unchanged."""
         if isinstance(op, Reg):
+            if op.name not in self.regs and op.name not in self.ctx.special:
+                return self.undefined_value(op.name, ty)
             return self.read_raw(op)
         if isinstance(op, FloatImm):
             return real_of_bits(op.bits, op.width)
@@ -233,14 +286,21 @@ class ThreadState:
             return
         if not isinstance(dst, Reg):
             raise Unsupported(f"destination {dst!r}")
-        if self.guard_pred is not None and dst.name in self.regs:
-            # A predicated write keeps the old value where the predicate is false. A first definition
-            # under a predicate has no old value: the false case reads nothing defined, so it is free.
+        if self.guard_pred is not None and dst.name not in self.regs:
+            # A first definition under a predicate: where the predicate is false the register holds nothing,
+            # and a read there is a finding (`registers.check`). Where it is read defined, it holds `value`.
+            self.undefined[dst.name] = z3.Not(self.guard_pred)
+        elif self.guard_pred is not None:
+            # A predicated write keeps the old value where the predicate is false.
+            if dst.name in self.undefined:
+                self.undefined[dst.name] = z3.And(self.undefined[dst.name], z3.Not(self.guard_pred))
             value = self.select(self.guard_pred, value, self.regs[dst.name])
             if isinstance(value, z3.ExprRef) and z3.is_real(value) and self.ctx.marks(value):
                 # a padded lane whose mask is always true on this path holds its loaded value
                 value = neginf.settle(self, value, z3.And(self.path) if self.path else z3.BoolVal(True),
                                       "a register merge")
+        else:
+            self.undefined.pop(dst.name, None)
         self.regs[dst.name] = value
 
     def write_pair(self, dst, value: z3.BoolRef, negated: z3.BoolRef) -> None:

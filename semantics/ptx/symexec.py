@@ -163,6 +163,7 @@ class Executor:
         if handler is None:
             raise Unsupported(f"instruction `{ins.opcode}{''.join(ins.mods)}`", where)
         st.guard_pred = self._pred(st, ins) if ins.pred is not None else None
+        st.line = ins.line
         try:
             handler(st, ins)
         except Unsupported as exc:
@@ -265,6 +266,8 @@ class Executor:
                 body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
                 body_state.regs.pop(r, None)
+        for r in written & st.undefined.keys():   # an iteration may read the previous one's value or none
+            body_state.undefined[r] = None
         body_state.path.append(info.placeholder)
         base = len(body_state.path)
 
@@ -278,6 +281,8 @@ class Executor:
         for _, s in leaving:
             s.in_body = False
             s.generic = None
+            for r in written & s.undefined.keys():   # defined in some iteration, not only in the last one
+                s.undefined[r] = None
             self._finish_accumulators(s, st, summaries, at_k, k, where)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
@@ -313,6 +318,10 @@ class Executor:
             first = values[0]
             if first is None or any(v is None or isinstance(v, Pointer) for v in values):
                 return leaving
+            if any(r in s.undefined for _, s in leaving):
+                merged.undefined[r] = None
+            else:
+                merged.undefined.pop(r, None)
             if all(z3.eq(v, first) for v in values) and not mentions(first, k):
                 merged.regs[r] = first
             elif z3.is_real(first):
