@@ -29,6 +29,7 @@ from semantics.properties import (
     registers,
     shared_init,
     shared_values,
+    superseded,
     termination,
 )
 from semantics.properties.common import (
@@ -293,8 +294,10 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
     why = _opaque_reason(outputs, opaque)
     if why:
         return PropertyResult(UNKNOWN, [why])
+    overwritten = superseded.find(stored, problem.buffers, provers.inverse, thread, launch, launch_ok, checker,
+                                  timeout_s, record, hints)
     values = equivalence.check(stored, problem.buffers, problem.references, thread, launch_ok, checker,
-                               timeout_s, record, provers, hints, frozenset(problem.shared_symbols))
+                               timeout_s, record, provers, hints, frozenset(problem.shared_symbols), overwritten)
     if values.state == VIOLATED:
         return values
     for name in sorted(summed):

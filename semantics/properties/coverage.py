@@ -17,12 +17,12 @@ import z3
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
 from semantics.properties import divisions
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
-from semantics.properties.equivalence import element_index
+from semantics.properties.equivalence import E_INDEX, element_index
 from semantics.ptx.machine import Buffer, Launch, Thread
 from semantics.ptx.state import Access
 from semantics.terms import subterms
 
-E = z3.BitVec("e", 64)
+E = E_INDEX
 Hint = tuple[Access, int, dict[str, z3.ExprRef]]   # (store site, vector lane, variable name -> term in e)
 
 

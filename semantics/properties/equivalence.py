@@ -43,6 +43,7 @@ UNIT_RESAMPLES = 24
 UNITS = (-1, 1)                                  # a default element (all but a few of a row) in those draws
 SMALL = (-2, -1, Fraction(1, 2), 1, 2, 3)        # an element with a value of its own
 UNMATCHED_TIMEOUT_S = 10.0
+E_INDEX = z3.BitVec("e", 64)   # the element variable of coverage and supersession conditions
 
 
 def element_index(access: Access, j: int) -> z3.BitVecRef:
@@ -118,12 +119,17 @@ class Scene:
 
 def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str, Callable], thread: Thread,
           launch_ok: z3.BoolRef, checker: Checker, timeout_s: float, record, provers,
-          accepted: dict, shared: frozenset[str] = frozenset()) -> PropertyResult:
+          accepted: dict, shared: frozenset[str] = frozenset(),
+          superseded=None) -> PropertyResult:
+    """Every lane of every store site against the reference, but for the (id(site), lane) pairs proved
+    `superseded` (overwritten later in the block: `semantics.properties.superseded`)."""
     result = PropertyResult()
     scene = Scene(stores, thread, launch_ok, frozenset(shared), checker, timeout_s)
     for access in stores:
         buffer = buffers[access.buffer]
         for j in range(len(access.values)):
+            if superseded is not None and (id(access), j) in superseded:
+                continue
             key = f"equivalence:{buffer.name}:line{access.line}:lane{j}"
 
             def matcher(hypothesis, key=key):
@@ -151,7 +157,8 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
                 continue
             finding = None
             if outcome.status == REFUTED:
-                finding = _confirm(access, ob, outcome, values, scene)
+                finding = _confirm(access, ob, outcome, values, scene) or \
+                    _unoverwritten(access, j, ob, values, scene, superseded)
             elif unmatched:
                 finding = _concrete_search(access, ob, values, scene)
             if finding:
@@ -161,6 +168,20 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             result.downgrade(UNKNOWN, f"could not prove the value stored to {buffer.name} at line {access.line} "
                                       f"({outcome.reason or 'the counterexample did not replay on real numbers'})")
     return result
+
+
+def _unoverwritten(access: Access, lane: int, ob: Obligation, values: Values, scene: Scene,
+                   superseded) -> Finding | None:
+    """When the first counterexample's element is overwritten later in its block, ask once more among the
+    elements no proposed later writer overwrites; the model is confirmed as any other."""
+    overwrites = getattr(superseded, "overwrites", {}).get((id(access), lane))
+    if overwrites is None:
+        return None
+    index = element_index(access, lane)
+    guided = Obligation(f"{ob.name} (an element not overwritten later)", ob.prop,
+                        z3.And(ob.formula, z3.Not(z3.substitute(overwrites, (E_INDEX, index)))), ob.witness)
+    outcome = scene.checker.check(guided, scene.timeout_s)
+    return _confirm(access, guided, outcome, values, scene) if outcome.status == REFUTED else None
 
 
 def _concrete_search(access: Access, ob: Obligation, values: Values, scene: Scene) -> Finding | None:
