@@ -4,91 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from lean_pool.budget import Budget
-from lean_pool.cache import DiskLemmaStore
-from lean_pool.checker import Checker, Z3Checker
-from lean_pool.stack import assemble
 from orchestrator.batch import batch_and_report, verify_on_ray
 from orchestrator.cert_check import SOLVERS, run_check
-from orchestrator.certificate import NoCertificate, write_certificate, write_witness
-from orchestrator.manifest import IntakeError
-from orchestrator.pipeline import prepare
-from orchestrator.provers import bounds, inverse, reindex
+from orchestrator.job import STAGE, Event, run_verify
 from orchestrator.report import exit_status
-from orchestrator.result import Result, error, from_report
-from orchestrator.search import ProverStrategy, Search, Strategy
-from orchestrator.telemetry import Stages, TracingChecker, span
-from semantics.errors import Unsupported
-from semantics.torch.capture import ReferenceError as ReferenceCaptureError
-from semantics.verdict import Provers, verify
-
-PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose, split=inverse.split)
-STRATEGIES: dict[str, list[Strategy]] = {"bounds": [ProverStrategy("bounds", bounds.candidates)],
-                                         "reindex": [ProverStrategy("reindex", reindex.candidates)]}
-SEARCH_WIDTH = 2     # obligations a local search checks at once (in-process z3 solves outside the GIL)
-
-
-def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
-               witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
-               search_width: int = SEARCH_WIDTH, solver_s: float | None = None) -> Result:
-    """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
-    its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
-    to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
-    `solver_s` solver seconds); a caller that passes a checker passes the `budget` it charges, which the
-    search obeys too."""
-    start = time.monotonic()
-    name = manifest.parent.name
-    if checker is None:
-        budget = Budget(wall_s=timeout_s, solver_s=solver_s)
-        checker = assemble(Z3Checker(), DiskLemmaStore(), budget)
-    budget = budget or Budget(wall_s=timeout_s, solver_s=solver_s)
-    checker = TracingChecker(checker)
-    stages = Stages(progress)
-    with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
-            Search(checker, STRATEGIES, budget, search_width) as search:
-        try:
-            prepared = prepare(manifest)
-            name = prepared.task.name
-            report = verify(prepared.problem, checker, replace(PROVERS, search=search.hook), timeout_s, stages)
-        except (IntakeError, ReferenceCaptureError) as exc:
-            return error(name, str(exc), time.monotonic() - start)
-        except Unsupported as exc:
-            return _unknown(name, f"unsupported: {exc}", start)
-        except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
-            return _unknown(name, f"internal error: {type(exc).__name__}: {exc}", start)
-        finally:
-            stages.close()
-        result = from_report(name, report, time.monotonic() - start)
-        result.stats["search"] = search.stats.to_json()
-        stop = budget.stop_reason()
-        if result.verdict == "unknown" and stop is not None:   # name the budget that left the job open
-            result.reason = f"{stop}: {result.reason}"
-        job.set_attributes({"lark.task": name, "lark.verdict": result.verdict,
-                            **{f"lark.property.{p}": state for p, state in result.properties.items()}})
-    if certificate is not None and result.verdict == "verified":
-        try:
-            result.certificate = str(write_certificate(certificate, manifest, prepared, report))
-        except (NoCertificate, OSError) as exc:
-            result.reason = f"certificate not written: {exc}"
-    if witness is not None and result.verdict == "refuted":
-        try:
-            write_witness(witness, manifest, prepared, report)
-        except OSError as exc:
-            result.reason = f"witness not written: {exc}"
-    return result
-
-
-def _unknown(name: str, reason: str, start: float) -> Result:
-    result = error(name, reason, time.monotonic() - start)
-    result.verdict = "unknown"
-    result.properties = {p: "unknown" for p in result.properties}
-    return result
+from orchestrator.result import Result
 
 
 def _human(result: Result) -> str:
@@ -130,9 +54,9 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
     if task.is_dir() and (task / "lark.toml").is_file():
         task = task / "lark.toml"
 
-    def progress(stage: str) -> None:
-        if not as_json:
-            click.echo(f"[lark] {stage} ...", err=True)
+    def progress(event: Event) -> None:
+        if event.kind == STAGE and not as_json:
+            click.echo(f"[lark] {event.data['stage']} ...", err=True)
 
     if workers or address:
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
