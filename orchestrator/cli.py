@@ -100,3 +100,72 @@ def batch_command(source: Path, workers: int | None, address: str | None, report
     for o in outcomes:
         click.echo(f"{o.result.verdict:9} {o.result.name}{'  (resumed)' if o.resumed else ''}")
     sys.exit(exit_status([o.result for o in outcomes]))
+
+
+SERVICE_FAILURE = 4     # `lark submit`: the service could not be reached or refused the call (not a verdict)
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback needs --token.")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=50051, show_default=True,
+              help="Port to bind (0: any free port; the one bound is printed).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Jobs verified at once (each in its own warm worker process).")
+@click.option("--db", type=click.Path(path_type=Path), default=Path(".lark") / "jobs.db", show_default=True,
+              help="The SQLite file the jobs persist in (a restarted server resumes them).")
+@click.option("--token", envvar="LARK_TOKEN", default=None,
+              help="Bearer token every call must carry (default: $LARK_TOKEN).")
+def serve_command(host: str, port: int, workers: int, db: Path, token: str | None) -> None:
+    """Serve the gRPC API of protos/lark.proto (with health and reflection) until interrupted."""
+    from orchestrator.server import serve
+
+    try:
+        running = serve(host, port, workers, db, token)
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"lark serve: listening on {host}:{running.port} ({workers} workers, jobs in {db})", err=True)
+    try:
+        running.server.wait_for_termination()
+    except KeyboardInterrupt:
+        running.stop()
+
+
+@main.command("submit")
+@click.argument("task", type=click.Path(exists=True, path_type=Path))
+@click.option("--server", "address", required=True, help="The `lark serve` address, HOST:PORT.")
+@click.option("--wait", is_flag=True, help="Follow the job to its verdict; exit as `lark verify` would.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
+@click.option("--token", envvar="LARK_TOKEN", default=None, help="Bearer token (default: $LARK_TOKEN).")
+@click.option("--timeout", "timeout_s", type=float, default=0.0,
+              help="The job's wall-time budget in seconds (default: the server's).")
+def submit_command(task: Path, address: str, wait: bool, as_json: bool, token: str | None, timeout_s: float) -> None:
+    """Submit TASK (a folder or its lark.toml) to a LARK server. Without --wait, print the job id and exit 0;
+    with it, exit 0 verified, 1 refuted, 2 unknown, 3 error (bad input). Exit 4 if the server cannot be
+    reached or refuses the call."""
+    import grpc
+
+    from orchestrator.client import read_task, submit
+
+    def progress(event) -> None:
+        if event.WhichOneof("event") == "stage" and not as_json:
+            click.echo(f"[lark] {event.stage.stage} ...", err=True)
+
+    try:
+        submitted = submit(address, read_task(task), token, wait, timeout_s, on_event=progress)
+    except grpc.RpcError as exc:
+        bad_input = exc.code() == grpc.StatusCode.INVALID_ARGUMENT
+        shown = {"error": exc.code().name, "message": exc.details()}
+        click.echo(json.dumps(shown) if as_json else f"error ({exc.code().name}): {exc.details()}",
+                   err=not as_json)
+        sys.exit(3 if bad_input else SERVICE_FAILURE)
+    if not wait:
+        shown = {"job_id": submitted.job_id, "duplicate": submitted.duplicate}
+        click.echo(json.dumps(shown) if as_json else submitted.job_id)
+        sys.exit(0)
+    if submitted.result is None:
+        click.echo(f"error: the stream of job {submitted.job_id} ended without a verdict", err=True)
+        sys.exit(SERVICE_FAILURE)
+    result = submitted.result
+    click.echo(json.dumps(result.to_json()) if as_json else _human(result))
+    sys.exit(result.exit_status)
