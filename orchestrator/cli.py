@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -103,6 +104,7 @@ def batch_command(source: Path, workers: int | None, address: str | None, report
 
 
 SERVICE_FAILURE = 4     # `lark submit`: the service could not be reached or refused the call (not a verdict)
+STOP_GRACE_S = 2.0      # `lark serve` on SIGTERM or ^C: how long running calls may finish (jobs resume at restart)
 
 
 @main.command("serve")
@@ -125,10 +127,12 @@ def serve_command(host: str, port: int, workers: int, db: Path, token: str | Non
     except (ValueError, OSError) as exc:
         raise click.UsageError(str(exc)) from None
     click.echo(f"lark serve: listening on {host}:{running.port} ({workers} workers, jobs in {db})", err=True)
+    signal.signal(signal.SIGTERM, lambda *_: running.server.stop(STOP_GRACE_S))
     try:
         running.server.wait_for_termination()
     except KeyboardInterrupt:
-        running.stop()
+        pass
+    running.stop(STOP_GRACE_S)
 
 
 @main.command("submit")

@@ -8,7 +8,9 @@ server down (the child is killed and replaced, the job ends `unknown` saying so)
 exits, so a killed server leaves no verification running behind it.
 
 Cancellation: the worker forwards a cancel to its child, which sets the job's token (the job ends `unknown`,
-"cancelled"); a child that does not finish within the job's timeout plus `GRACE_S` is killed.
+"cancelled", at its next stage or obligation). A child that has not stopped `CANCEL_GRACE_S` later (it is deep
+in one step, a compiler or a reference capture) is killed and replaced, and the job ends the same way; so is
+a child that does not finish within the job's timeout plus `GRACE_S`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,11 @@ from multiprocessing.connection import Connection
 from lean_pool.budget import CANCELLED as CANCELLED_REASON
 from lean_pool.cancel import CancelToken
 from orchestrator.job import VERDICT, Event, run_sources, unknown
-from orchestrator.jobs_db import CANCELLED, DONE, JobStore, Request
+from orchestrator.jobs_db import CANCELLED, DONE, JobStore, Request, cancelled_result
 from orchestrator.result import Result
 
 GRACE_S = 60.0        # beyond its own timeout, how long a job may take before its child is killed
+CANCEL_GRACE_S = 2.0  # how long a cancelled job may take to stop by itself
 POLL_S = 0.2          # how often a worker looks for a cancel while its child works
 IDLE_S = 1.0          # how long an idle worker sleeps between looks at the queue (a submission wakes it)
 
@@ -158,11 +161,13 @@ class WorkerPool:
         name = request.sources.name
         child.conn.send(("run", job_id, request.to_json()))
         deadline = time.monotonic() + request.timeout_s + GRACE_S
-        asked = False
+        asked: float | None = None           # when the cancel was forwarded
         while True:
-            if not asked and self._take_cancel(job_id):
+            if asked is None and self._take_cancel(job_id):
                 child.conn.send(("cancel", job_id))
-                asked = True
+                asked = time.monotonic()
+            if asked is not None and time.monotonic() > asked + CANCEL_GRACE_S:
+                return cancelled_result(name), CANCELLED, False
             if self._stopping.is_set():
                 return None
             try:
@@ -181,7 +186,7 @@ class WorkerPool:
                 self.store.add_event(job_id, kind, data)
                 continue
             result = Result(**json.loads(message[2]))
-            cancelled = asked and result.verdict == "unknown" and result.reason == CANCELLED_REASON
+            cancelled = asked is not None and result.verdict == "unknown" and result.reason == CANCELLED_REASON
             return result, CANCELLED if cancelled else DONE, True
 
     def _take_cancel(self, job_id: str) -> bool:
