@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import json
 import tempfile
+import threading
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ DEFAULT_TIMEOUT_S = 600.0
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 WAIT_S = 0.5          # how often a stream looks whether its client is still there
 HEALTH_PREFIX = "/grpc.health.v1.Health/"
+# `lark check` runs in the server's own process, in z3's one main context: one check at a time.
+_CHECKING = threading.Lock()
 
 # A stored event (kind, data) as the fields of a JobEvent.
 EVENT_FIELDS = {
@@ -125,7 +128,8 @@ class Servicer(pb_grpc.LarkServicer):
                 context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
             document = manifest.parent / "lark-document.json"
             document.write_bytes(_located(request.document))
-            status, text = run_check(document, solver)
+            with _CHECKING:
+                status, text = run_check(document, solver)
         return pb.CheckCertificateResponse(holds=status == 0, status=status, text=text)
 
     def _job(self, job_id: str, context) -> JobRow:

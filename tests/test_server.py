@@ -243,3 +243,38 @@ def test_a_server_killed_mid_job_finishes_it_after_a_restart(tmp_path):
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     assert result["verdict"] == "verified" and job.state == "done" and job.runs == 2
+
+
+def test_a_certificate_is_checked_against_the_task_sent_with_it(stub, tmp_path):
+    folder = copy_task(tmp_path, "relu_64x64")
+    assert run_verify(folder / "lark.toml", 600.0, certificate=tmp_path / "proof.json").verdict == "verified"
+    document = (tmp_path / "proof.json").read_bytes()
+    answer = stub.CheckCertificate(pb.CheckCertificateRequest(task=read_task(folder), document=document),
+                                   timeout=STREAM_DEADLINE_S)
+    assert answer.holds and answer.status == 0, answer.text
+    tampered = json.loads(document)
+    tampered["obligations"][0]["sha256"] = "0" * 64
+    answer = stub.CheckCertificate(pb.CheckCertificateRequest(task=read_task(folder),
+                                                              document=json.dumps(tampered).encode()),
+                                   timeout=STREAM_DEADLINE_S)
+    assert not answer.holds and answer.status == 1 and "no longer hashes" in answer.text
+    answer = stub.CheckCertificate(pb.CheckCertificateRequest(task=read_task(folder), document=b"not json"),
+                                   timeout=STREAM_DEADLINE_S)
+    assert answer.status == 3
+
+
+def test_lark_submit_exits_as_lark_verify(server, tmp_path):
+    from click.testing import CliRunner
+
+    from orchestrator.cli import main
+
+    address = f"127.0.0.1:{server.port}"
+    waited = CliRunner().invoke(main, ["submit", str(EXAMPLES / "grid_too_small"), "--server", address, "--wait",
+                                       "--json"])
+    assert waited.exit_code == 1 and json.loads(waited.output)["verdict"] == "refuted"
+    queued = CliRunner().invoke(main, ["submit", str(EXAMPLES / "grid_too_small"), "--server", address, "--json"])
+    assert queued.exit_code == 0 and json.loads(queued.output)["duplicate"] is True
+    folder = copy_task(tmp_path, "relu_64x64")
+    (folder / "lark.toml").write_text((folder / "lark.toml").read_text().replace("[launch]", "[launch]\nwarp = 1"))
+    bad = CliRunner().invoke(main, ["submit", str(folder), "--server", address, "--wait", "--json"])
+    assert bad.exit_code == 3 and json.loads(bad.output)["error"] == "INVALID_ARGUMENT"
