@@ -1,9 +1,9 @@
-"""Verify actors: each runs whole tasks (`run_verify`: frontend, capture, symbolic execution, the core),
-one at a time, with its obligations going through the lemma-cache actor to the checker actors.
+"""Verify actors: each runs whole tasks (`orchestrator.job.run_verify`: frontend, capture, symbolic execution,
+the core), one at a time, with its obligations going through the lemma-cache actor to the checker actors.
 
 A task's result depends only on its inputs, so Ray may re-run one on a restarted actor (`max_restarts`,
 `max_task_retries`) without changing any verdict. A control concurrency group answers `status` and
-`cancel` while a task runs: health checks, tests, and cancellation through the job's budget.
+`cancel` while a task runs: health checks, tests, and cancellation through the job's token.
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import ray
 from actors.cache import ActorLemmaStore
 from actors.checker import RemoteChecker
 from lean_pool.budget import Budget
+from lean_pool.cancel import CancelToken
 from lean_pool.stack import assemble
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 from orchestrator.result import Result
 
 
@@ -28,19 +29,19 @@ class VerifyActor:
         self.cache = ray.get_actor(f"{fleet}-cache")
         self.checkers = [ray.get_actor(f"{fleet}-checker-{i}") for i in range(checkers)]
         self._current: str | None = None
-        self._budget: Budget | None = None
+        self._cancel: CancelToken | None = None
 
     def run(self, manifest: str, timeout_s: float, solver_s: float | None = None, certificate: Path | None = None,
             witness: Path | None = None) -> Result:
         budget = Budget(wall_s=timeout_s, solver_s=solver_s)
-        self._current, self._budget = manifest, budget
+        self._current, self._cancel = manifest, CancelToken()
         try:
             checker = assemble(RemoteChecker(self.checkers), ActorLemmaStore(self.cache), budget)
             # The job's search checks as many alternatives at once as there are checker actors to solve them.
             return run_verify(Path(manifest), timeout_s, None, certificate, witness, checker=checker, budget=budget,
-                              search_width=max(len(self.checkers), 1))
+                              search_width=max(len(self.checkers), 1), cancel=self._cancel)
         finally:
-            self._current = self._budget = None
+            self._current = self._cancel = None
 
     @ray.method(concurrency_group="control")
     def status(self) -> dict:
@@ -48,6 +49,6 @@ class VerifyActor:
 
     @ray.method(concurrency_group="control")
     def cancel(self) -> None:
-        """Cancel the running task: its remaining obligations come back unknown ("cancelled")."""
-        if self._budget is not None:
-            self._budget.cancel()
+        """Cancel the running task: it ends unknown ("cancelled"), its remaining obligations unasked."""
+        if self._cancel is not None:
+            self._cancel.cancel()

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 CASES = ["loop_matvec", "loop_matmul_naive_512", "loop_matmul_naive_4096", "loop_mean_middle_dim",

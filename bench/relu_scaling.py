@@ -10,7 +10,7 @@ import argparse
 import time
 from pathlib import Path
 
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

@@ -3,93 +3,17 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
-import time
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from lean_pool.budget import Budget
-from lean_pool.cache import DiskLemmaStore
-from lean_pool.checker import Checker, Z3Checker
-from lean_pool.stack import assemble
 from orchestrator.batch import batch_and_report, verify_on_ray
 from orchestrator.cert_check import SOLVERS, run_check
-from orchestrator.certificate import NoCertificate, write_certificate, write_witness
-from orchestrator.manifest import IntakeError
-from orchestrator.pipeline import prepare
-from orchestrator.provers import bounds, inverse, reindex
+from orchestrator.job import STAGE, Event, run_verify
 from orchestrator.report import exit_status
-from orchestrator.result import Result, error, from_report
-from orchestrator.search import ProverStrategy, Search, Strategy
-from orchestrator.telemetry import Stages, TracingChecker, span
-from semantics.errors import Unsupported
-from semantics.torch.capture import ReferenceError as ReferenceCaptureError
-from semantics.verdict import Provers, verify
-
-PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose, split=inverse.split)
-STRATEGIES: dict[str, list[Strategy]] = {"bounds": [ProverStrategy("bounds", bounds.candidates)],
-                                         "reindex": [ProverStrategy("reindex", reindex.candidates)]}
-SEARCH_WIDTH = 2     # obligations a local search checks at once (in-process z3 solves outside the GIL)
-
-
-def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Path | None = None,
-               witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
-               search_width: int = SEARCH_WIDTH, solver_s: float | None = None,
-               allow_narrowing: bool = False) -> Result:
-    """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
-    its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
-    to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
-    `solver_s` solver seconds); a caller that passes a checker passes the `budget` it charges, which the
-    search obeys too."""
-    start = time.monotonic()
-    name = manifest.parent.name
-    if checker is None:
-        budget = Budget(wall_s=timeout_s, solver_s=solver_s)
-        checker = assemble(Z3Checker(), DiskLemmaStore(), budget)
-    budget = budget or Budget(wall_s=timeout_s, solver_s=solver_s)
-    checker = TracingChecker(checker)
-    stages = Stages(progress)
-    with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
-            Search(checker, STRATEGIES, budget, search_width) as search:
-        try:
-            prepared = prepare(manifest, allow_narrowing)
-            name = prepared.task.name
-            report = verify(prepared.problem, checker, replace(PROVERS, search=search.hook), timeout_s, stages)
-        except (IntakeError, ReferenceCaptureError) as exc:
-            return error(name, str(exc), time.monotonic() - start)
-        except Unsupported as exc:
-            return _unknown(name, f"unsupported: {exc}", start)
-        except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
-            return _unknown(name, f"internal error: {type(exc).__name__}: {exc}", start)
-        finally:
-            stages.close()
-        result = from_report(name, report, time.monotonic() - start)
-        result.stats["search"] = search.stats.to_json()
-        stop = budget.stop_reason()
-        if result.verdict == "unknown" and stop is not None:   # name the budget that left the job open
-            result.reason = f"{stop}: {result.reason}"
-        job.set_attributes({"lark.task": name, "lark.verdict": result.verdict,
-                            **{f"lark.property.{p}": state for p, state in result.properties.items()}})
-    if certificate is not None and result.verdict == "verified":
-        try:
-            result.certificate = str(write_certificate(certificate, manifest, prepared, report))
-        except (NoCertificate, OSError) as exc:
-            result.reason = f"certificate not written: {exc}"
-    if witness is not None and result.verdict == "refuted":
-        try:
-            write_witness(witness, manifest, prepared, report)
-        except OSError as exc:
-            result.reason = f"witness not written: {exc}"
-    return result
-
-
-def _unknown(name: str, reason: str, start: float) -> Result:
-    result = error(name, reason, time.monotonic() - start)
-    result.verdict = "unknown"
-    result.properties = {p: "unknown" for p in result.properties}
-    return result
+from orchestrator.result import Result
 
 
 def _human(result: Result) -> str:
@@ -104,7 +28,22 @@ def _human(result: Result) -> str:
     return "\n".join(lines)
 
 
-@click.group()
+class _Lark(click.Group):
+    """Exit statuses mean one thing (DESIGN §2.2): 2 is `unknown`, so a usage error (an unknown option, a
+    missing argument) exits 3, like any other bad input, instead of click's 2."""
+
+    def main(self, *args, **kwargs):
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.exceptions.Abort:
+            click.echo("Aborted!", err=True)
+            sys.exit(3)
+        except click.ClickException as exc:
+            exc.show()
+            sys.exit(3 if isinstance(exc, click.UsageError) else exc.exit_code)
+
+
+@click.group(cls=_Lark)
 @click.version_option(package_name="lark-verifier")
 def main() -> None:
     """LARK: prove a GPU kernel computes what its PyTorch reference computes, or refute it with a witness."""
@@ -135,9 +74,9 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
     if task.is_dir() and (task / "lark.toml").is_file():
         task = task / "lark.toml"
 
-    def progress(stage: str) -> None:
-        if not as_json:
-            click.echo(f"[lark] {stage} ...", err=True)
+    def progress(event: Event) -> None:
+        if event.kind == STAGE and not as_json:
+            click.echo(f"[lark] {event.data['stage']} ...", err=True)
 
     if workers or address:
         if allow_narrowing:
@@ -184,3 +123,75 @@ def batch_command(source: Path, workers: int | None, address: str | None, report
     for o in outcomes:
         click.echo(f"{o.result.verdict:9} {o.result.name}{'  (resumed)' if o.resumed else ''}")
     sys.exit(exit_status([o.result for o in outcomes]))
+
+
+SERVICE_FAILURE = 4     # `lark submit`: the service could not be reached or refused the call (not a verdict)
+STOP_GRACE_S = 2.0      # `lark serve` on SIGTERM or ^C: how long running calls may finish (jobs resume at restart)
+
+
+@main.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True,
+              help="Address to bind; anything but loopback needs --token.")
+@click.option("--port", type=click.IntRange(min=0, max=65535), default=50051, show_default=True,
+              help="Port to bind (0: any free port; the one bound is printed).")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Jobs verified at once (each in its own warm worker process).")
+@click.option("--db", type=click.Path(path_type=Path), default=Path(".lark") / "jobs.db", show_default=True,
+              help="The SQLite file the jobs persist in (a restarted server resumes them).")
+@click.option("--token", envvar="LARK_TOKEN", default=None,
+              help="Bearer token every call must carry (default: $LARK_TOKEN).")
+def serve_command(host: str, port: int, workers: int, db: Path, token: str | None) -> None:
+    """Serve the gRPC API of protos/lark.proto (with health and reflection) until interrupted."""
+    from orchestrator.server import serve
+
+    try:
+        running = serve(host, port, workers, db, token)
+    except (ValueError, OSError) as exc:
+        raise click.UsageError(str(exc)) from None
+    click.echo(f"lark serve: listening on {host}:{running.port} ({workers} workers, jobs in {db})", err=True)
+    signal.signal(signal.SIGTERM, lambda *_: running.server.stop(STOP_GRACE_S))
+    try:
+        running.server.wait_for_termination()
+    except KeyboardInterrupt:
+        pass
+    running.stop(STOP_GRACE_S)
+
+
+@main.command("submit")
+@click.argument("task", type=click.Path(exists=True, path_type=Path))
+@click.option("--server", "address", required=True, help="The `lark serve` address, HOST:PORT.")
+@click.option("--wait", is_flag=True, help="Follow the job to its verdict; exit as `lark verify` would.")
+@click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
+@click.option("--token", envvar="LARK_TOKEN", default=None, help="Bearer token (default: $LARK_TOKEN).")
+@click.option("--timeout", "timeout_s", type=float, default=0.0,
+              help="The job's wall-time budget in seconds (default: the server's).")
+def submit_command(task: Path, address: str, wait: bool, as_json: bool, token: str | None, timeout_s: float) -> None:
+    """Submit TASK (a folder or its lark.toml) to a LARK server. Without --wait, print the job id and exit 0;
+    with it, exit 0 verified, 1 refuted, 2 unknown, 3 error (bad input). Exit 4 if the server cannot be
+    reached or refuses the call."""
+    import grpc
+
+    from orchestrator.client import read_task, submit
+
+    def progress(event) -> None:
+        if event.WhichOneof("event") == "stage" and not as_json:
+            click.echo(f"[lark] {event.stage.stage} ...", err=True)
+
+    try:
+        submitted = submit(address, read_task(task), token, wait, timeout_s, on_event=progress)
+    except grpc.RpcError as exc:
+        bad_input = exc.code() == grpc.StatusCode.INVALID_ARGUMENT
+        shown = {"error": exc.code().name, "message": exc.details()}
+        click.echo(json.dumps(shown) if as_json else f"error ({exc.code().name}): {exc.details()}",
+                   err=not as_json)
+        sys.exit(3 if bad_input else SERVICE_FAILURE)
+    if not wait:
+        shown = {"job_id": submitted.job_id, "duplicate": submitted.duplicate}
+        click.echo(json.dumps(shown) if as_json else submitted.job_id)
+        sys.exit(0)
+    if submitted.result is None:
+        click.echo(f"error: the stream of job {submitted.job_id} ended without a verdict", err=True)
+        sys.exit(SERVICE_FAILURE)
+    result = submitted.result
+    click.echo(json.dumps(result.to_json()) if as_json else _human(result))
+    sys.exit(result.exit_status)

@@ -125,11 +125,13 @@ class _Candidate:
 
 
 class Search:
-    """One job's search. Use as a context manager (it owns a thread pool); `hook` plugs it into the core."""
+    """One job's search. Use as a context manager (it owns a thread pool); `hook` plugs it into the core.
+    `on_close(goal, closed)` hears how each goal ended (the job runner's progress events)."""
 
     def __init__(self, checker: Checker, strategies: dict[str, list[Strategy]], budget: Budget | None = None,
-                 width: int = 2, max_retries: int = 2):
+                 width: int = 2, max_retries: int = 2, on_close: Callable[[Goal, Closed], None] | None = None):
         self.checker = checker
+        self.on_close = on_close
         self.strategies = strategies
         self.budget = budget or Budget()
         self.width = max(width, 1)
@@ -157,6 +159,8 @@ class Search:
             closed = self._close(goal)
             span.set_attributes({"lark.goal.proved": closed.proved, "lark.goal.reason": closed.reason or ""})
         self.stats.closed += closed.proved
+        if self.on_close is not None:
+            self.on_close(goal, closed)
         return closed
 
     def _close(self, goal: Goal) -> Closed:

@@ -8,7 +8,7 @@ import z3
 from lean_pool.cache import CachingChecker, DiskLemmaStore, cache_key
 from lean_pool.canonical import canonical_text
 from lean_pool.checker import PROVED, REFUTED, UNKNOWN, Obligation, Outcome, Z3Checker
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 from semantics import axioms
 from tests.tiny_tasks import write_task
 

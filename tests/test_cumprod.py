@@ -13,7 +13,7 @@ import pytest
 import z3
 
 from lean_pool.checker import Z3Checker
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 from orchestrator.provers.reindex import propose
 from semantics.comprehension import PROD, SUM, prod_over, sum_over
 from semantics.properties import padded_tiles, padding, prefix

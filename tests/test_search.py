@@ -16,7 +16,8 @@ from lean_pool.budget import Budget
 from lean_pool.checker import PROVED, Checker, Obligation, Outcome, Z3Checker
 from lean_pool.stack import assemble
 from orchestrator.cert_check import run_check
-from orchestrator.cli import PROVERS, STRATEGIES, main, run_verify
+from orchestrator.cli import main
+from orchestrator.job import PROVERS, STRATEGIES, run_verify
 from orchestrator.pipeline import prepare
 from orchestrator.search import Counterexample, Goal, Search
 from semantics.verdict import verify

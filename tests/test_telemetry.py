@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from orchestrator import telemetry
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
