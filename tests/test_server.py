@@ -117,6 +117,12 @@ def test_bad_input_is_invalid_argument_naming_the_field(stub, tmp_path):
         list(stub.Submit(pb.SubmitRequest(task=task), timeout=STREAM_DEADLINE_S))
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert raised.value.details().startswith("reference.source")
+    for name in ("../escape.py", "/etc/escape.py", "."):
+        task = read_task(EXAMPLES / "relu_64x64")
+        task.files[name] = b"x"
+        with pytest.raises(grpc.RpcError) as raised:
+            list(stub.Submit(pb.SubmitRequest(task=task), timeout=STREAM_DEADLINE_S))
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and raised.value.details().startswith("files")
 
 
 def test_a_request_over_the_size_limit_is_refused(stub):
