@@ -148,7 +148,7 @@ def test_a_duplicate_submission_is_answered_by_the_finished_job(stub, server, tm
 
 
 def test_a_running_job_is_cancelled_and_a_deadline_ends_only_the_stream(stub, tmp_path):
-    stream = stub.Submit(pb.SubmitRequest(task=read_task(sleepy_task(tmp_path, 60))), timeout=STREAM_DEADLINE_S)
+    stream = stub.Submit(pb.SubmitRequest(task=read_task(sleepy_task(tmp_path, 20))), timeout=STREAM_DEADLINE_S)
     job_id = next(stream).job_id
     assert next(stream).stage.stage == "intake"          # the job is running, capturing the sleepy reference
     stream.cancel()
