@@ -70,13 +70,16 @@ class Sources:
         folder = root / (self.name or "task")
         for name, data in self.files.items():
             relative = PurePosixPath(name)
-            if not name or relative.is_absolute() or ".." in relative.parts or "\\" in name:
+            if not relative.parts or relative.is_absolute() or ".." in relative.parts or "\\" in name:
                 raise IntakeError("files", f"{name!r} is not a relative path inside the task folder")
             if name == MANIFEST:
                 raise IntakeError("files", f"the manifest is sent as its own text, not as a file {name!r}")
             target = folder / relative
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+            except OSError as exc:
+                raise IntakeError("files", f"{name!r} cannot be written: {exc.strerror}") from None
         folder.mkdir(parents=True, exist_ok=True)
         (folder / MANIFEST).write_text(self.manifest, encoding="utf-8")
         return folder / MANIFEST

@@ -117,6 +117,12 @@ def test_bad_input_is_invalid_argument_naming_the_field(stub, tmp_path):
         list(stub.Submit(pb.SubmitRequest(task=task), timeout=STREAM_DEADLINE_S))
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert raised.value.details().startswith("reference.source")
+    for name in ("../escape.py", "/etc/escape.py", "."):
+        task = read_task(EXAMPLES / "relu_64x64")
+        task.files[name] = b"x"
+        with pytest.raises(grpc.RpcError) as raised:
+            list(stub.Submit(pb.SubmitRequest(task=task), timeout=STREAM_DEADLINE_S))
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT and raised.value.details().startswith("files")
 
 
 def test_a_request_over_the_size_limit_is_refused(stub):
@@ -142,7 +148,7 @@ def test_a_duplicate_submission_is_answered_by_the_finished_job(stub, server, tm
 
 
 def test_a_running_job_is_cancelled_and_a_deadline_ends_only_the_stream(stub, tmp_path):
-    stream = stub.Submit(pb.SubmitRequest(task=read_task(sleepy_task(tmp_path, 60))), timeout=STREAM_DEADLINE_S)
+    stream = stub.Submit(pb.SubmitRequest(task=read_task(sleepy_task(tmp_path, 20))), timeout=STREAM_DEADLINE_S)
     job_id = next(stream).job_id
     assert next(stream).stage.stage == "intake"          # the job is running, capturing the sleepy reference
     stream.cancel()
