@@ -196,7 +196,8 @@ def _folder_modules(folder: Path) -> Iterator[None]:
     """The kernel's folder first on sys.path, and no module named like one of its files in sys.modules,
     before or after. sys.modules is a cache keyed by name only: without this, `import helper` would be
     served the `helper` an earlier kernel imported (this kernel's before an edit, or another task's)."""
-    names = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir() if p.is_dir()}
+    names = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir()
+                                                      if p.is_dir() and p.name.isidentifier()}
     shadowed = {n: m for n, m in sys.modules.items() if n.split(".")[0] in names}
     for name in shadowed:
         del sys.modules[name]
