@@ -149,9 +149,16 @@ def _nvcc() -> str:
     return nvcc
 
 
-@lru_cache(maxsize=4)
 def _nvcc_version(nvcc: str) -> str:
-    """nvcc's version banner, part of the cache key: a new compiler may emit different PTX."""
+    """nvcc's version banner, part of the cache key: a new compiler may emit different PTX. Asked once per
+    process and binary: a toolkit installed over the old one (a new file or a moved link) is asked again."""
+    real = os.path.realpath(nvcc)
+    stat = os.stat(real)
+    return _nvcc_banner(real, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _nvcc_banner(nvcc: str, _size: int, _mtime_ns: int) -> str:
     proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "unknown"
 
