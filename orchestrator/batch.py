@@ -14,10 +14,12 @@ tried again by the next.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tomllib
 from collections import Counter
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +37,7 @@ from semantics import version as semantics_versions
 
 MANIFEST = "lark.toml"
 DEFAULT_STATE = Path(".lark") / "batch-state.jsonl"
+KEY_THREADS = min(16, os.cpu_count() or 1)   # resume keys computed at once (mostly nvcc -M and hashing)
 
 
 def discover(source: Path) -> list[Path]:
@@ -57,6 +60,13 @@ def task_key(manifest: Path, options: Mapping[str, object]) -> str:
     record["manifest"] = text.decode(errors="replace")
     record["sources"] = _task_sources(manifest)
     return digest(record)
+
+
+def task_keys(manifests: list[Path], options: Mapping[str, object]) -> dict[Path, str]:
+    """Every task's key, several at once: a CUDA task not yet compiled costs a preprocessing nvcc run
+    (~0.2 s), which would add minutes to a cold batch of a thousand kernels one by one."""
+    with ThreadPoolExecutor(max_workers=KEY_THREADS) as pool:
+        return dict(zip(manifests, pool.map(lambda m: task_key(m, options), manifests), strict=True))
 
 
 def _task_sources(manifest: Path) -> dict[str, object]:
@@ -125,8 +135,7 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
     from actors.cluster import ray_session
     from actors.fleet import Fleet
 
-    options = {"timeout_s": timeout_s, "solver_s": solver_s}
-    keys = {m: task_key(m, options) for m in manifests}
+    keys = task_keys(manifests, {"timeout_s": timeout_s, "solver_s": solver_s})
     outcomes = {m: Outcome(m, state.done[keys[m]], True) for m in manifests if keys[m] in state.done}
     todo = [m for m in manifests if m not in outcomes]
     bar = tqdm(total=len(manifests), initial=len(outcomes), desc="lark batch", unit="task", file=sys.stderr,
