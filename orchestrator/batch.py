@@ -1,30 +1,43 @@
 """`lark batch`: many tasks on a Ray fleet, resumable; and `lark verify --workers` (one task, same fleet).
 
 Resuming: every finished task is appended to a JSONL state file under a key that hashes what decides its
-result — the manifest, the kernel and reference files it names, the budgets and the axiom-table version —
-so a rerun skips exactly the tasks whose inputs have not changed, wherever the files moved. Only results
+result (issue 13): the manifest; every file the kernel's compile reads (for CUDA the headers nvcc lists,
+known from the compile cache's entry or a preprocessing-only nvcc run; for Triton the `.py` tree of its
+folder) with the compiler's version and flags; the reference and the `.py` tree of its folder with the torch
+version; LARK's version, the semantics version and the solvers' versions; the budgets. Paths inside the
+task's folder count relative to it, so a rerun skips exactly the tasks whose inputs have not changed,
+wherever the folder moved. Only results
 that `run_verify` produced are recorded: a task the cluster lost is reported as `error` for this run and
 tried again by the next.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import sys
 import tomllib
 from collections import Counter
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdm import tqdm
 
+from lean_pool.cache import SOLVER_DISTRIBUTIONS, solver_version
+from orchestrator import version as lark_versions
+from orchestrator.capture_cache import reference_inputs
+from orchestrator.fingerprint import FileHashes, digest, hash_files
+from orchestrator.frontends import kernel_inputs
+from orchestrator.manifest import IntakeError, load_task
 from orchestrator.report import write_html, write_junit
 from orchestrator.result import Result, error
-from semantics.axioms import AXIOM_TABLE_VERSION
+from semantics import version as semantics_versions
 
 MANIFEST = "lark.toml"
 DEFAULT_STATE = Path(".lark") / "batch-state.jsonl"
+KEY_THREADS = min(16, os.cpu_count() or 1)   # resume keys computed at once (mostly nvcc -M and hashing)
 
 
 def discover(source: Path) -> list[Path]:
@@ -36,22 +49,55 @@ def discover(source: Path) -> list[Path]:
     return [(source.parent / line) for line in lines if line]
 
 
-def task_key(manifest: Path, timeout_s: float, solver_s: float | None) -> str:
-    digest = hashlib.sha256(f"{AXIOM_TABLE_VERSION}\0{timeout_s}\0{solver_s}\0".encode())
+def task_key(manifest: Path, options: Mapping[str, object]) -> str:
+    """The resume key of one task run with `options` (the settings that can change a verdict)."""
+    record = {"lark": lark_versions.lark_version(), "semantics": semantics_versions.semantics_version(),
+              "solvers": {name: solver_version(name) for name in SOLVER_DISTRIBUTIONS}, "options": dict(options)}
     try:
         text = manifest.read_bytes()
     except OSError:
-        return digest.hexdigest() + "-unreadable"
-    digest.update(text)
+        return digest(record) + "-unreadable"
+    record["manifest"] = text.decode(errors="replace")
+    record["sources"] = _task_sources(manifest)
+    return digest(record)
+
+
+def task_keys(manifests: list[Path], options: Mapping[str, object]) -> dict[Path, str]:
+    """Every task's key, several at once: a CUDA task not yet compiled costs a preprocessing nvcc run
+    (~0.2 s), which would add minutes to a cold batch of a thousand kernels one by one."""
+    with ThreadPoolExecutor(max_workers=KEY_THREADS) as pool:
+        return dict(zip(manifests, pool.map(lambda m: task_key(m, options), manifests), strict=True))
+
+
+def _task_sources(manifest: Path) -> dict[str, object]:
+    """The kernel's and the reference's inputs; for a manifest that does not load, the files it names."""
+    root = manifest.absolute().parent
     try:
-        task = tomllib.loads(text.decode())
+        task = load_task(manifest)
+    except IntakeError:
+        return {"named": _relative(hash_files(root / name for name in _named_files(manifest)), root)}
+    kernel = kernel_inputs(task.kernel)
+    kernel["inputs"] = _relative(kernel.get("inputs", []), root)
+    sources: dict[str, object] = {"kernel": kernel}
+    if task.reference is not None:
+        sources["reference"] = reference_inputs(task.reference.source)
+    return sources
+
+
+def _named_files(manifest: Path) -> list[str]:
+    try:
+        task = tomllib.loads(manifest.read_text(encoding="utf-8"))
         named = [task.get("kernel", {}).get("source"), task.get("reference", {}).get("source")]
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
-        named = []
-    for name in named:
-        path = manifest.parent / name if isinstance(name, str) else None
-        digest.update(path.read_bytes() if path is not None and path.is_file() else b"\0missing\0")
-    return digest.hexdigest()
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError, AttributeError):
+        return []
+    return [name for name in named if isinstance(name, str)]
+
+
+def _relative(records: FileHashes, root: Path) -> FileHashes:
+    """Paths under the task's folder made relative to it (moving the folder changes no key)."""
+    resolved = root.resolve()
+    return [[Path(path).relative_to(resolved).as_posix() if Path(path).is_relative_to(resolved) else path, sha]
+            for path, sha in records]
 
 
 class State:
@@ -89,7 +135,7 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
     from actors.cluster import ray_session
     from actors.fleet import Fleet
 
-    keys = {m: task_key(m, timeout_s, solver_s) for m in manifests}
+    keys = task_keys(manifests, {"timeout_s": timeout_s, "solver_s": solver_s})
     outcomes = {m: Outcome(m, state.done[keys[m]], True) for m in manifests if keys[m] in state.done}
     todo = [m for m in manifests if m not in outcomes]
     bar = tqdm(total=len(manifests), initial=len(outcomes), desc="lark batch", unit="task", file=sys.stderr,

@@ -5,8 +5,9 @@ reference file and its exported graph, the launch, the argument list, and the bo
 recomputes it from the manifest and compares field by field, so a mismatch names the field that changed.
 The comparison runs twice: first on what the manifest alone says (cheap, no compiler or torch), then on
 the full identity after the pipeline has compiled the kernel and captured the reference again. "Again"
-means afresh: the PTX and capture caches are untrusted (a capture is keyed by the reference's own text, so
-a changed import would go unseen), so the pipeline runs with a throwaway, empty $LARK_CACHE_DIR.
+means afresh: the PTX and capture caches are untrusted (their keys see what a reference or kernel reads from
+its own folder, not what it reads from anywhere else), so the pipeline runs with a throwaway, empty
+$LARK_CACHE_DIR.
 
 The PTX is hashed without the folders of its `.file` debug directives (nvcc and Triton write the source's
 absolute path there) and without its `.debug_*` sections (their strings hold internal-linkage names that nvcc

@@ -3,7 +3,15 @@
 PTX is the one formal target (DESIGN §5), so each frontend's only job is to produce it and to make sure the
 requested entry is in it. Compiler failures are the user's to fix, so they surface as `FrontendError`, an
 `IntakeError` (exit status 3) carrying the compiler's own message trimmed to its useful lines. Compiling
-costs ~1 s (nvcc) or ~2 s (Triton); the PTX is cached on disk by content so repeated runs do not pay it.
+costs ~1 s (nvcc) or ~2 s (Triton); the PTX is cached on disk so repeated runs do not pay it.
+
+The cache key covers every input of a compile (issue 13): the source's path and text, the entry, arch and
+Triton options, the compiler's version and flags, LARK's package version and the frontend's own code. The
+files a compile read beyond those are recorded in the entry with their hashes, and an entry is served only
+while each still has its hash: nvcc lists them (`-MD`: the `.cu`, every header it included, the toolkit's
+too, ~190 files hashed in ~10 ms); Triton gets, conservatively, every `.py` file in the kernel's folder
+tree, which is also in the key (a new sibling module can change what an import finds). A hit runs no
+compiler: the nvcc version banner (`nvcc --version`, ~10 ms) is all it asks of the toolkit.
 """
 
 from __future__ import annotations
@@ -19,16 +27,33 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from orchestrator.fingerprint import (
+    FileHashes,
+    changed_since,
+    digest,
+    hash_files,
+    make_prerequisites,
+    python_files,
+    python_tree,
+    sha256_file,
+    unchanged,
+)
 from orchestrator.manifest import Dim3, IntakeError, KernelSpec
+from orchestrator.version import package_version
+from semantics.version import source_digest
 
-CACHE_FORMAT = 2  # bump when the flags below or the cached record change, to orphan old entries
+CACHE_FORMAT = 3  # 3: entries record the files a compile read; bump when the record changes
+FRONTEND_SOURCES = ("orchestrator/frontends.py", "orchestrator/fingerprint.py")  # the code that makes an entry
 NVCC_FLAGS = ("-ptx", "-O3", "-lineinfo")  # .loc lines let findings name the source line
 NVCC_TIMEOUT_S = 300
 # FP fusion pinned to Triton 3.9's default so the PTX (and its certificate hash) does not depend on the
@@ -124,35 +149,73 @@ def _nvcc() -> str:
     return nvcc
 
 
-@lru_cache(maxsize=4)
 def _nvcc_version(nvcc: str) -> str:
-    """nvcc's version banner, part of the cache key: a new compiler may emit different PTX."""
+    """nvcc's version banner, part of the cache key: a new compiler may emit different PTX. Asked once per
+    process and binary: a toolkit installed over the old one (a new file or a moved link) is asked again."""
+    real = os.path.realpath(nvcc)
+    stat = os.stat(real)
+    return _nvcc_banner(real, stat.st_size, stat.st_mtime_ns)
+
+
+@lru_cache(maxsize=4)
+def _nvcc_banner(nvcc: str, _size: int, _mtime_ns: int) -> str:
     proc = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
     return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "unknown"
 
 
-def _compile_cuda(spec: KernelSpec) -> CompiledKernel:
-    """nvcc -ptx into a temporary folder; nvcc's diagnostics become the FrontendError's message."""
-    nvcc = _nvcc()
+def _run_nvcc(spec: KernelSpec, outputs: list[str]) -> subprocess.CompletedProcess:
+    """nvcc with LARK's flags on the spec's source; a timeout or a failure is a FrontendError."""
+    cmd = [_nvcc(), *NVCC_FLAGS, f"-arch={spec.arch}", *outputs, str(spec.source)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        raise FrontendError("kernel.source", f"nvcc ran over {NVCC_TIMEOUT_S} s on {spec.source}") from None
+    if proc.returncode != 0:
+        detail = _trim(proc.stderr or proc.stdout)
+        raise FrontendError("kernel.source", f"nvcc could not compile {spec.source.name}:\n{detail}")
+    return proc
+
+
+def _compile_cuda(spec: KernelSpec) -> tuple[CompiledKernel, list[Path] | None]:
+    """nvcc -ptx into a temporary folder, with the files it read (`-MD`; None if nvcc wrote no list, and
+    then nothing is cached); nvcc's diagnostics become the FrontendError's message."""
     with tempfile.TemporaryDirectory(prefix="lark-nvcc-") as tmp:
-        out = Path(tmp) / "kernel.ptx"
-        cmd = [nvcc, *NVCC_FLAGS, f"-arch={spec.arch}", "-o", str(out), str(spec.source)]
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            message = f"nvcc ran over {NVCC_TIMEOUT_S} s on {spec.source}"
-            raise FrontendError("kernel.source", message) from None
-        if proc.returncode != 0:
-            detail = _trim(proc.stderr or proc.stdout)
-            raise FrontendError("kernel.source", f"nvcc could not compile {spec.source.name}:\n{detail}")
+        out, deps = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.d"
+        _run_nvcc(spec, ["-MD", "-MF", str(deps), "-o", str(out)])
         ptx = out.read_text(encoding="utf-8")
+        read = make_prerequisites(deps.read_text(encoding="utf-8"), Path.cwd()) if deps.is_file() else None
     _check_entry(ptx, spec.entry, spec.source)
-    return CompiledKernel(ptx, spec.entry, _reqntid(ptx, spec.entry))
+    return CompiledKernel(ptx, spec.entry, _reqntid(ptx, spec.entry)), read or None
+
+
+def _cuda_dependencies(spec: KernelSpec) -> list[Path]:
+    """The files a compile of `spec` would read, by a preprocessing-only run (`-M`, ~0.2 s)."""
+    return make_prerequisites(_run_nvcc(spec, ["-M"]).stdout, Path.cwd())
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Triton via triton.compile (no GPU needed)
 # ---------------------------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _folder_modules(folder: Path) -> Iterator[None]:
+    """The kernel's folder first on sys.path, and no module named like one of its files in sys.modules,
+    before or after. sys.modules is a cache keyed by name only: without this, `import helper` would be
+    served the `helper` an earlier kernel imported (this kernel's before an edit, or another task's)."""
+    names = {p.stem for p in folder.glob("*.py")} | {p.name for p in folder.iterdir()
+                                                      if p.is_dir() and p.name.isidentifier()}
+    shadowed = {n: m for n, m in sys.modules.items() if n.split(".")[0] in names}
+    for name in shadowed:
+        del sys.modules[name]
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        for name in [n for n in sys.modules if n.split(".")[0] in names]:
+            del sys.modules[name]
+        sys.modules.update(shadowed)
 
 
 def _import_user_module(source: Path) -> ModuleType:
@@ -162,16 +225,14 @@ def _import_user_module(source: Path) -> ModuleType:
     if module_spec is None or module_spec.loader is None:
         raise FrontendError("kernel.source", f"cannot import {source} as a Python module")
     module = importlib.util.module_from_spec(module_spec)
-    folder = str(source.parent)
     sys.modules[name] = module  # dataclasses and the like look their module up while it executes
-    sys.path.insert(0, folder)
     try:
-        module_spec.loader.exec_module(module)
+        with _folder_modules(source.resolve().parent):
+            module_spec.loader.exec_module(module)
     except (Exception, SystemExit) as exc:
         message = f"importing {source.name} failed: {type(exc).__name__}: {exc}"
         raise FrontendError("kernel.source", message) from None
     finally:
-        sys.path.remove(folder)
         sys.modules.pop(name, None)
     return module
 
@@ -244,9 +305,10 @@ def _triton_message(exc: Exception, fn: Any, source: Path) -> str:
     return f"Triton could not compile {fn.__name__}{where}:\n{_trim(text, from_error=False)}"
 
 
-def _compile_triton(spec: KernelSpec) -> CompiledKernel:
-    """triton.compile for an sm_NN target without a GPU, with line info (findings name the Python line);
-    Triton's own cache lives in ours."""
+def _compile_triton(spec: KernelSpec) -> tuple[CompiledKernel, list[Path]]:
+    """triton.compile for an sm_NN target without a GPU, with line info (findings name the Python line),
+    and the files it may have read (the folder's `.py` tree). Triton's own on-disk cache gets a throwaway
+    folder: its key is Triton's idea of the kernel's dependencies, and ours is the one that decides."""
     import triton
     from triton import knobs
 
@@ -255,9 +317,9 @@ def _compile_triton(spec: KernelSpec) -> CompiledKernel:
     target = triton.backends.compiler.GPUTarget("cuda", int(re.sub(r"\D", "", spec.arch)), 32)
     source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     options = {**TRITON_OPTIONS, "num_warps": spec.num_warps}
-    with knobs.compilation.scope(), knobs.cache.scope():
+    with knobs.compilation.scope(), knobs.cache.scope(), tempfile.TemporaryDirectory(prefix="lark-triton-") as tmp:
         knobs.compilation.disable_line_info = False
-        knobs.cache.dir = str(cache_dir().parent / "triton")
+        knobs.cache.dir = tmp
         try:
             compiled = triton.compile(source, target=target, options=options)
         except Exception as exc:
@@ -265,23 +327,25 @@ def _compile_triton(spec: KernelSpec) -> CompiledKernel:
     ptx = compiled.asm["ptx"]
     _check_entry(ptx, spec.entry, spec.source)
     user_params = sum(1 for ty in signature.values() if ty != "constexpr")
-    return CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params, int(compiled.metadata.shared))
+    kernel = CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params, int(compiled.metadata.shared))
+    return kernel, python_files(spec.source)
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Dispatch and the on-disk cache
 # ---------------------------------------------------------------------------------------------------------
 
-COMPILERS: dict[str, Callable[[KernelSpec], CompiledKernel]] = {
+Compiler = Callable[[KernelSpec], tuple[CompiledKernel, list[Path] | None]]  # the PTX and the files read
+COMPILERS: dict[str, Compiler] = {
     "cuda": _compile_cuda,
     "triton": _compile_triton,
 }
 
 
 def _compiler_identity(language: str) -> dict[str, Any]:
-    """Compiler version and options: everything besides the source that shapes the PTX."""
+    """Compiler version and options: everything besides the sources that shapes the PTX."""
     if language == "cuda":
-        return {"nvcc": _nvcc_version(_nvcc()), "flags": NVCC_FLAGS}
+        return {"nvcc": _nvcc_version(_nvcc()), "flags": list(NVCC_FLAGS)}
     return {"triton": importlib.metadata.version("triton"), "options": TRITON_OPTIONS, "line_info": True}
 
 
@@ -291,27 +355,43 @@ def cache_dir() -> Path:
     return Path(root) / "ptx" if root else Path.home() / ".cache" / "lark" / "ptx"
 
 
-def cache_key(spec: KernelSpec, text: str) -> str:
-    """SHA-256 over the source text, entry, arch, frontend options and compiler version."""
+def _compile_record(spec: KernelSpec) -> dict[str, Any]:
+    """What is known about a compile before it runs, besides where the source lies: the source's hash, the
+    entry and frontend options, the compiler identity, LARK's package version and frontend code; for Triton
+    also the folder's `.py` tree. Headers are checked against the cache entry instead."""
     record = {
-        "format": CACHE_FORMAT, "language": spec.language, "source": text, "entry": spec.entry,
-        "arch": spec.arch, "signature": spec.signature, "constexprs": spec.constexprs,
-        "num_warps": spec.num_warps, "compiler": _compiler_identity(str(spec.language)),
+        "format": CACHE_FORMAT, "lark": package_version(), "frontend": source_digest(FRONTEND_SOURCES),
+        "language": spec.language, "sha256": sha256_file(spec.source), "entry": spec.entry, "arch": spec.arch,
+        "signature": spec.signature, "constexprs": spec.constexprs, "num_warps": spec.num_warps,
+        "compiler": _compiler_identity(str(spec.language)),
     }
-    return hashlib.sha256(json.dumps(record, sort_keys=True).encode()).hexdigest()
+    if spec.language == "triton":
+        record["tree"] = python_tree(spec.source)
+    return record
 
 
-def _cache_load(key: str) -> CompiledKernel | None:
-    """A cached compile, or None; an unreadable entry is a miss (the cache is only an optimization)."""
+def cache_key(spec: KernelSpec) -> str:
+    """SHA-256 of the compile record and the source's absolute path (its quoted includes are found beside
+    it, so the same text elsewhere is another compile)."""
+    return digest({**_compile_record(spec), "source": str(spec.source.resolve())})
+
+
+def _cache_load(key: str) -> tuple[CompiledKernel, FileHashes] | None:
+    """A cached compile and the files it read, or None: a missing or unreadable entry, or one whose files
+    do not all still have their recorded hashes, is a miss (the cache is only an optimization)."""
     try:
         record = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
-        block = tuple(record["block"]) if record["block"] is not None else None
-        return CompiledKernel(record["ptx"], record["entry"], block, record["user_params"], record["shared_bytes"])
+        inputs, fields = record["inputs"], record["kernel"]
+        if not unchanged(inputs):
+            return None
+        block = tuple(fields["block"]) if fields["block"] is not None else None
+        kernel = CompiledKernel(fields["ptx"], fields["entry"], block, fields["user_params"], fields["shared_bytes"])
+        return kernel, inputs
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
-def _cache_store(key: str, kernel: CompiledKernel) -> None:
+def _cache_store(key: str, kernel: CompiledKernel, inputs: FileHashes) -> None:
     """Write atomically (temp file + rename) so concurrent workers never read half an entry."""
     folder = cache_dir()
     try:
@@ -321,25 +401,52 @@ def _cache_store(key: str, kernel: CompiledKernel) -> None:
         return
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(asdict(kernel), f)
+            json.dump({"kernel": asdict(kernel), "inputs": inputs}, f)
         os.replace(tmp, folder / f"{key}.json")
     except OSError:
         Path(tmp).unlink(missing_ok=True)
 
 
-def compile_kernel(spec: KernelSpec) -> CompiledKernel:
-    """PTX for the kernel a manifest names, from the cache when the same compile was done before."""
+def _read_source(spec: KernelSpec) -> str:
     try:
-        text = spec.source.read_text(encoding="utf-8")
+        return spec.source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise FrontendError("kernel.source", f"cannot read {spec.source}: {exc}") from None
+
+
+def compile_kernel(spec: KernelSpec) -> CompiledKernel:
+    """PTX for the kernel a manifest names, from the cache when the same compile of the same files was
+    done before. An entry is not stored when a file it read was modified after the compile began (the
+    compiler may have read the old bytes)."""
+    text = _read_source(spec)
     if spec.language == "ptx":
         _check_entry(text, spec.entry, spec.source)
         return CompiledKernel(text, spec.entry, _reqntid(text, spec.entry))
-    key = cache_key(spec, text)
+    key = cache_key(spec)
     cached = _cache_load(key)
     if cached is not None:
-        return cached
-    kernel = COMPILERS[str(spec.language)](spec)
-    _cache_store(key, kernel)
+        return cached[0]
+    started_ns = time.time_ns()
+    kernel, read = COMPILERS[str(spec.language)](spec)
+    if read is not None and not changed_since(read, started_ns):
+        _cache_store(key, kernel, hash_files(read))
     return kernel
+
+
+def kernel_inputs(spec: KernelSpec) -> dict[str, Any]:
+    """Everything a compile of `spec` depends on, for keys outside this cache (`lark batch`'s resume key):
+    the compile record and the files read with their hashes. The files come from a valid cache entry when
+    there is one, else from the frontend's own rule (nvcc `-M`, the `.py` tree, the `.ptx` itself). When
+    they cannot be known (nvcc missing, a preprocessing error) the answer is unique: nothing is reused."""
+    if spec.language == "ptx":
+        return {"inputs": hash_files([spec.source])}
+    try:
+        _read_source(spec)
+        record = _compile_record(spec)
+        cached = _cache_load(cache_key(spec))
+        if cached is not None:
+            return {"record": record, "inputs": cached[1]}
+        read = _cuda_dependencies(spec) if spec.language == "cuda" else python_files(spec.source)
+    except FrontendError as exc:
+        return {"unknowable": str(exc), "nonce": uuid.uuid4().hex}
+    return {"record": record, "inputs": hash_files(read)}

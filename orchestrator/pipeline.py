@@ -7,29 +7,25 @@ error type; `IntakeError` and `ReferenceError` are bad input (exit 3), `Unsuppor
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import z3
 
 from orchestrator.bindings import check_bindings
-from orchestrator.frontends import CompiledKernel, cache_dir, compile_kernel
+from orchestrator.capture_cache import capture_cached
+from orchestrator.frontends import CompiledKernel, compile_kernel
 from orchestrator.manifest import IntakeError, Task, load_task
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch
 from semantics.ptx.parser import PtxSyntaxError, parse_ptx
 from semantics.ptx.state import Precision
-from semantics.torch.capture import RefGraph, capture_reference
+from semantics.torch.capture import RefGraph
 from semantics.torch.graph import ScalarSpec, TensorSpec
 from semantics.torch.ops import RefEnv, reference_outputs
 from semantics.torch.ops import Unsupported as TorchUnsupported
 from semantics.verdict import Problem
-
-CAPTURE_FORMAT = b"capture-v1"
 
 
 @dataclass
@@ -94,28 +90,6 @@ def _buffers(task: Task, specs: dict[str, TensorSpec], origin: dict) -> dict[str
 
 def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
     return z3.Real(f"scalar.{name}") if spec.kind == "float" else z3.BitVec(f"scalar.{name}", 64)
-
-
-def capture_cached(source: Path) -> RefGraph:
-    """capture_reference, remembered on disk by the reference text and the torch version.
-
-    The capture subprocess costs seconds (importing torch); an unchanged reference need not pay it twice.
-    A reference that imports sibling files is keyed by its own text only: edit it (or clear
-    $LARK_CACHE_DIR/ref) after changing what it imports. The graph carries its own hash, checked on load."""
-    torch_version = importlib.metadata.version("torch").encode()
-    key = hashlib.sha256(source.read_bytes() + torch_version + CAPTURE_FORMAT).hexdigest()
-    entry = cache_dir().parent / "ref" / f"{key}.json"
-    if entry.exists():
-        try:
-            return RefGraph.from_json(entry.read_text())
-        except (ValueError, KeyError):
-            entry.unlink(missing_ok=True)
-    graph = capture_reference(source)
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(graph.to_json())
-    tmp.replace(entry)
-    return graph
 
 
 def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:

@@ -34,11 +34,12 @@ def test_discover_a_directory_or_a_list_file(tmp_path):
 
 def test_task_key_follows_the_files_a_manifest_names(tmp_path):
     manifest = write_task(tmp_path, "a", "copy")
-    key = task_key(manifest, 600.0, None)
-    assert task_key(manifest, 600.0, None) == key
-    assert task_key(manifest, 60.0, None) != key
+    options = {"timeout_s": 600.0, "solver_s": None}
+    key = task_key(manifest, options)
+    assert task_key(manifest, options) == key
+    assert task_key(manifest, {**options, "timeout_s": 60.0}) != key
     (manifest.parent / "kernel.ptx").write_text((manifest.parent / "kernel.ptx").read_text() + "\n// edited\n")
-    assert task_key(manifest, 600.0, None) != key
+    assert task_key(manifest, options) != key
 
 
 def test_state_survives_a_torn_last_line(tmp_path):

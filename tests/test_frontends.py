@@ -115,7 +115,7 @@ def test_cache_hit_skips_the_compiler(
 ) -> None:
     calls: list[str] = []
 
-    def counting(spec: KernelSpec) -> CompiledKernel:
+    def counting(spec: KernelSpec) -> tuple[CompiledKernel, list[Path] | None]:
         calls.append(spec.entry)
         return frontends._compile_cuda(spec)
 
