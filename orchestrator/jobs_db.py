@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.metadata
 import json
 import sqlite3
 import threading
@@ -27,7 +26,9 @@ from typing import TypeVar
 from lean_pool.budget import CANCELLED as CANCELLED_REASON
 from orchestrator.job import QUEUED, VERDICT, Sources, unknown
 from orchestrator.result import Result
+from orchestrator.version import lark_version
 from semantics.axioms import AXIOM_TABLE_VERSION
+from semantics.version import semantics_version
 
 QUEUED_STATE, RUNNING, DONE, CANCELLED = "queued", "running", "done", "cancelled"
 # A finished job answers a new identical submission only with a verdict that is a fact about the task:
@@ -61,15 +62,11 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-def lark_version() -> str:
-    return importlib.metadata.version("lark-verifier")
-
-
 def submission_key(sources: Sources, timeout_s: float, solver_s: float | None) -> str:
-    """What decides a job's result: the task files and manifest, the budgets, LARK's version and axiom table.
-    The one place to add what else a result depends on (a semantics version)."""
-    digest = hashlib.sha256(json.dumps([lark_version(), AXIOM_TABLE_VERSION, timeout_s, solver_s, sources.name,
-                                        sources.manifest]).encode())
+    """What decides a job's result: the task files and manifest, the budgets, LARK's version (its package
+    version and the digest of its sources), the semantics version and the axiom table."""
+    digest = hashlib.sha256(json.dumps([lark_version(), semantics_version(), AXIOM_TABLE_VERSION, timeout_s,
+                                        solver_s, sources.name, sources.manifest]).encode())
     for name in sorted(sources.files):
         digest.update(b"\0file\0" + name.encode() + b"\0" + hashlib.sha256(sources.files[name]).digest())
     return digest.hexdigest()
