@@ -223,7 +223,7 @@ def _all_threads(launch: Launch) -> list[Coord]:
 def run_blocks(kernel: Kernel, launch: Launch, args: list[object], buffers: dict[str, SparseBuffer | Buffer],
                blocks: Iterable, *, threads: Iterable | None = None, max_steps: int = DEFAULT_MAX_STEPS,
                stop: Callable[[Access | Violation], bool] | None = None, scalars: dict[str, object] | None = None,
-               record: bool = True) -> RunResult:
+               record: bool = True, first: Iterable | None = None) -> RunResult:
     """Run every thread of each block in `blocks` (coordinates (x, y, z)) of `kernel` under `launch`.
 
     `args` are the kernel parameters in order as `semantics.verdict.Problem.args` holds them (a Buffer, a
@@ -233,7 +233,9 @@ def run_blocks(kernel: Kernel, launch: Launch, args: list[object], buffers: dict
     exchange or atomic). `stop(event)` sees every access and violation and ends the run by returning True.
     More than `max_steps` instructions raise `BudgetExceeded`; an instruction outside the fragment raises
     `Unsupported` (the run cannot say what the kernel does). Violations that leave no defined value (out of
-    bounds, misaligned, an undefined register, an unwritten shared read) end the run (`halted`)."""
+    bounds, misaligned, an undefined register) end the run (`halted`). `first` names threads to run first in
+    every barrier interval (in a race-free interval the order changes nothing; a witness's thread then
+    meets its violation before any other thread's ends the run)."""
     sparse = {name: b if isinstance(b, SparseBuffer) else SparseBuffer(b) for name, b in buffers.items()}
     variables, shared_sizes, local_sizes = {}, {}, {}
     for var in kernel.vars:
@@ -249,6 +251,9 @@ def run_blocks(kernel: Kernel, launch: Launch, args: list[object], buffers: dict
     memory.local_sizes = local_sizes
     program = Program(kernel, params, memory, variables)
     chosen = _all_threads(launch) if threads is None else [_coord(t) for t in threads]
+    if first is not None:
+        ahead = [_coord(t) for t in first]
+        chosen = [t for t in ahead if t in chosen] + [t for t in chosen if t not in ahead]
     if threads is not None and program.interacting:
         raise Unsupported(f"the threads of this kernel interact ({program.interacting}): run whole blocks")
     scheduler = Scheduler(program, launch, memory, max_steps)
