@@ -236,17 +236,17 @@ class Memory:
             raise Unsupported(f"an access through compiler-internal parameter `{b.name}`")
         if elem_bytes != b.elem_bytes:
             raise Unsupported(f"{elem_bytes}-byte elements accessed in `{b.name}` ({b.dtype})")
-        self._bounds(t, ptr, width, b.numel * b.elem_bytes, b.elem_bytes, b.numel, kind, line)
+        self._bounds(t, ptr, width, b.numel * b.elem_bytes, b.elem_bytes, kind, line)
         return sb
 
-    def _bounds(self, t, ptr: Ptr, width: int, size: int, elem_bytes: int, numel: int, kind: str, line: int) -> None:
+    def _bounds(self, t, ptr: Ptr, width: int, size: int, unit: int, kind: str, line: int) -> None:
+        """In bounds and aligned to the access's width; messages count elements of the access's `unit` bytes."""
         off = ptr.offset
         if off < 0 or off + width > size:
             self.violation(Violation(
                 "out_of_bounds", self.block, t.tid, line,
-                f"{kind} of {ptr.buffer}[{off // elem_bytes}] ({width} bytes at element {off // elem_bytes}) is out "
-                f"of bounds: {ptr.buffer} has {numel} elements of {elem_bytes} bytes (line {line})",
-                ptr.buffer, off))
+                f"{kind} of {ptr.buffer}[{off // unit}] ({width} bytes at byte offset {off}) is out of bounds: "
+                f"{ptr.buffer} has {size // unit} elements of {unit} bytes (line {line})", ptr.buffer, off))
         if off % min(width, 16):
             self.violation(Violation(
                 "misaligned", self.block, t.tid, line,
@@ -291,7 +291,7 @@ class Memory:
 
     def load_cells(self, t, ptr: Ptr, n: int, elem_bytes: int, line: int) -> list:
         cells, size = self.cells(t, ptr)
-        self._bounds(t, ptr, n * elem_bytes, size, 1, size, "load", line)
+        self._bounds(t, ptr, n * elem_bytes, size, elem_bytes, "load", line)
         out = []
         for j in range(n):
             off = ptr.offset + j * elem_bytes
@@ -306,7 +306,7 @@ class Memory:
     def current_cell(self, t, ptr: Ptr, elem_bytes: int, line: int) -> object:
         """An element's value for an atomic's read-modify-write (the atomic itself is the recorded access)."""
         cells, size = self.cells(t, ptr)
-        self._bounds(t, ptr, elem_bytes, size, 1, size, "atomic", line)
+        self._bounds(t, ptr, elem_bytes, size, elem_bytes, "atomic", line)
         off = ptr.offset
         cell = cells.get(off)
         if cell is None or cell[0] != elem_bytes:
@@ -338,7 +338,7 @@ class Memory:
 
     def store_cells(self, t, ptr: Ptr, values: list, elem_bytes: int, line: int, kind: str = "store") -> None:
         cells, size = self.cells(t, ptr)
-        self._bounds(t, ptr, len(values) * elem_bytes, size, 1, size, kind, line)
+        self._bounds(t, ptr, len(values) * elem_bytes, size, elem_bytes, kind, line)
         for j, v in enumerate(values):
             off = ptr.offset + j * elem_bytes
             widths = self.widths.setdefault(ptr.buffer, set())
