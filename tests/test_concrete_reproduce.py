@@ -59,3 +59,16 @@ def test_a_witness_naming_an_unknown_input_is_rejected(short_tree):
     (line,) = store_lines(short_tree)
     ok, detail = reproduce(short_tree, wrong_value(line, {"z[3]": 1.0}, 50000.0, 100000.0))
     assert not ok and "z[3]" in detail
+
+
+def test_lark_check_reproduces_a_shared_read_witness(tmp_path):
+    """`lark check` on a shared-memory finding (it failed with a KeyError before the interpreter checked it)."""
+    import subprocess
+    import sys
+    witness = tmp_path / "w.json"
+    cli = [sys.executable, "-c", "from orchestrator.cli import main; main()"]
+    verify = subprocess.run([*cli, "verify", str(EXAMPLES / "shared_uninitialized_read" / "lark.toml"), "--json",
+                             "--witness", str(witness)], capture_output=True, text=True, timeout=900)
+    assert verify.returncode == 1, verify.stdout + verify.stderr
+    check = subprocess.run([*cli, "check", str(witness)], capture_output=True, text=True, timeout=900)
+    assert check.returncode == 0 and "witness reproduces" in check.stdout, check.stdout + check.stderr
