@@ -188,7 +188,7 @@ def _violation_at(problem: Problem, w: dict, kinds: tuple[str, ...], match: Call
 
 
 def _memory_safety(problem: Problem, w: dict) -> str:
-    line, buffer = w["line"], w["buffer"]
+    line, buffer = w["line"], w.get("buffer")
     if "register" in w:
         return _violation_at(problem, w, ("undefined_register",), lambda v: v.line == line)
     if "byte_offset" not in w:   # a shared read of memory no thread wrote
