@@ -80,7 +80,7 @@ def run_verify(manifest: Path, timeout_s: float, progress=None, certificate: Pat
     if witness is not None and result.verdict == "refuted":
         try:
             write_witness(witness, manifest, prepared, report)
-        except OSError as exc:
+        except (NoCertificate, OSError) as exc:
             result.reason = f"witness not written: {exc}"
     return result
 
