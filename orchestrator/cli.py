@@ -21,7 +21,7 @@ from orchestrator.manifest import IntakeError
 from orchestrator.pipeline import prepare
 from orchestrator.provers import bounds, inverse, reindex
 from orchestrator.report import exit_status
-from orchestrator.result import Result, error, from_report
+from orchestrator.result import Result, error, from_report, shown_state
 from orchestrator.search import ProverStrategy, Search, Strategy
 from orchestrator.telemetry import Stages, TracingChecker, span
 from semantics.errors import Unsupported
@@ -94,7 +94,7 @@ def _unknown(name: str, reason: str, start: float) -> Result:
 
 def _human(result: Result) -> str:
     lines = [f"{result.name}: {result.verdict}"]
-    lines += [f"  {prop:20} {state}" for prop, state in result.properties.items()]
+    lines += [f"  {prop:20} {shown_state(prop, state)}" for prop, state in result.properties.items()]
     lines += [f"  finding ({f['property']}): {f['message']}" for f in result.findings]
     if result.reason:
         lines.append(f"  reason: {result.reason}")

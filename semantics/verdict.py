@@ -176,14 +176,14 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         reason = f"unsupported: {exc}{_source_suffix(exc.where, problem)}"
         for r in results.values():
             r.downgrade(UNKNOWN, reason)
-        return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, seconds=time.monotonic() - start)
+        return Report("unknown", _all_unknown(problem), [], reason, seconds=time.monotonic() - start)
 
     thread, launch = ctx.thread, problem.launch
     diverged = barriers.warp_uniform(ctx.warp_uniform, thread, launch, problem.shared_symbols, checker,
                                      per_obligation(), record)
     if diverged:
         reason = f"a warp-synchronous exchange may run in a partially converged warp ({diverged[0]})"
-        return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, sorted(ctx.axioms), log,
+        return Report("unknown", _all_unknown(problem), [], reason, sorted(ctx.axioms), log,
                       time.monotonic() - start, hints)
     assumptions = z3.And(ctx.assumptions) if ctx.assumptions else z3.BoolVal(True)
     launch_ok = z3.And(thread.in_launch(launch), assumptions)
@@ -234,6 +234,11 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         name_sizes(finding, problem.launch)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints)
+
+
+def _all_unknown(problem: Problem) -> dict[str, str]:
+    """Every property undecided (but equivalence of a safety-only task, which is never asked)."""
+    return {p: NOT_APPLICABLE if p == "equivalence" and problem.safety_only else UNKNOWN for p in PROPERTIES}
 
 
 def _execute(problem: Problem, checker, provers: Provers, per_obligation: Callable[[], float], record,

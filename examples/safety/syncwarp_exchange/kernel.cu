@@ -1,5 +1,5 @@
 #include <cuda_runtime.h>
-// One warp exchanges values through shared memory; __syncwarp orders the lanes' writes before the reads.
+// Race-free (verified once __syncwarp is modelled). One warp exchanges values through shared memory; __syncwarp orders the lanes' writes before the reads.
 extern "C" __global__ void k(const float* x, float* y) {
     __shared__ float s[32];
     int t = threadIdx.x;
