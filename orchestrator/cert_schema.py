@@ -111,7 +111,10 @@ class Certificate(_Document):
     """A proof that the task is verified: the hints it used and every obligation it proved."""
 
     schema_name: Literal["lark.certificate"] = Field(CERTIFICATE, alias="schema")
-    properties: dict[str, str]
+    properties: dict[str, Literal["proved", "not_applicable"]] = Field(
+        description="property -> proved, or not_applicable: equivalence of a safety-only task (no [reference]: "
+                    "not asked for), memory safety when every access is to an unbounded buffer; a certificate "
+                    "of a safety-only task proves the other four properties")
     obligations: list[ProvedObligation]
 
 

@@ -39,6 +39,8 @@ def _proved(ob: Obligation, outcome: Outcome) -> dict:
 
 
 def _common(manifest: Path, document: Path, prepared: Prepared, report: Report) -> dict:
+    if prepared.task.safety_only:
+        raise NoCertificate("safety-only tasks (no [reference]) have no certificate or witness file format yet")
     shown = os.path.relpath(Path(manifest).absolute(), Path(document).absolute().parent)
     return {"version": cert_schema.VERSION, "manifest": shown, "task": identity(prepared.task, prepared),
             "kernel_source_text": prepared.task.kernel.source.read_text(encoding="utf-8"),

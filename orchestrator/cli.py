@@ -13,12 +13,12 @@ from orchestrator.batch import batch_and_report, verify_on_ray
 from orchestrator.cert_check import SOLVERS, run_check
 from orchestrator.job import STAGE, Event, run_verify
 from orchestrator.report import exit_status
-from orchestrator.result import Result
+from orchestrator.result import Result, shown_state
 
 
 def _human(result: Result) -> str:
     lines = [f"{result.name}: {result.verdict}"]
-    lines += [f"  {prop:20} {state}" for prop, state in result.properties.items()]
+    lines += [f"  {prop:20} {shown_state(prop, state)}" for prop, state in result.properties.items()]
     lines += [f"  finding ({f['property']}): {f['message']}" for f in result.findings]
     if result.reason:
         lines.append(f"  reason: {result.reason}")

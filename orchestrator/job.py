@@ -174,7 +174,7 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
     if witness is not None and result.verdict == "refuted":
         try:
             write_witness(witness, manifest, prepared, report)
-        except OSError as exc:
+        except (NoCertificate, OSError) as exc:
             result.reason = f"witness not written: {exc}"
     return result
 

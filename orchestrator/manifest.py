@@ -92,6 +92,15 @@ class TensorDecl:
     shape: tuple[int, ...] | None = None
     dtype: str | None = None
     init: str | None = None  # 'zeros' | 'ones' | 'any'; None = unspecified
+    unbounded: bool = False  # `shape = "unbounded"` (safety-only tasks): the caller guarantees the bounds
+
+
+@dataclass(frozen=True)
+class ScalarRange:
+    """A `[scalars]` entry of a safety-only task: an integer parameter that takes every value in [lo, hi]."""
+
+    lo: int
+    hi: int
 
 
 @dataclass(frozen=True)
@@ -102,8 +111,13 @@ class Task:
     root: Path
     kernel: KernelSpec
     launch: LaunchSpec
-    reference: ReferenceSpec
+    reference: ReferenceSpec | None  # None: a safety-only task (no equivalence to check)
     tensors: dict[str, TensorDecl] = field(default_factory=dict)
+    scalars: dict[str, ScalarRange] = field(default_factory=dict)
+
+    @property
+    def safety_only(self) -> bool:
+        return self.reference is None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -142,17 +156,22 @@ class _ReferenceModel(_Strict):
 
 
 class _TensorModel(_Strict):
-    shape: list[Annotated[int, Field(ge=0)]] | None = None
+    shape: list[Annotated[int, Field(ge=0)]] | Literal["unbounded"] | None = None
     dtype: Literal[TORCH_DTYPES] | None = None  # type: ignore[valid-type]
     init: Literal[TENSOR_INITS] | None = None  # type: ignore[valid-type]
+
+
+class _ScalarModel(_Strict):
+    range: Annotated[list[int], Field(min_length=2, max_length=2)]
 
 
 class _ManifestModel(_Strict):
     name: Annotated[str, Field(min_length=1)] | None = None
     kernel: _KernelModel
     launch: _LaunchModel
-    reference: _ReferenceModel
+    reference: _ReferenceModel | None = None
     tensors: dict[str, _TensorModel] = {}
+    scalars: dict[str, _ScalarModel] = {}
 
 
 # What each field should hold, in words; keys are field patterns ('*' = any table key, '[]' = any index).
@@ -181,15 +200,18 @@ EXPECTED: dict[str, str] = {
     "reference.parameters.*": "a Model parameter or buffer name (string)",
     "tensors": "a table of buffer name = { shape, dtype, init }",
     "tensors.*": "a table with optional keys shape, dtype and init",
-    "tensors.*.shape": "a list of non-negative integers",
+    "tensors.*.shape": 'a list of non-negative integers, or "unbounded" (safety-only tasks)',
     "tensors.*.dtype": "one of " + ", ".join(f'"{d}"' for d in TORCH_DTYPES),
     "tensors.*.init": 'one of "zeros", "ones" or "any"',
+    "scalars": "a table of scalar name = { range = [lo, hi] }",
+    "scalars.*": "a table with the key range",
+    "scalars.*.range": "a list of two integers [lo, hi]",
 }
 # Tables whose keys are user-chosen names, so a pattern replaces the key with '*'.
-DYNAMIC_TABLES = {"tensors", "kernel.signature", "kernel.constexprs", "reference.parameters"}
+DYNAMIC_TABLES = {"tensors", "scalars", "kernel.signature", "kernel.constexprs", "reference.parameters"}
 MODEL_AT: dict[str, type[BaseModel]] = {
     "": _ManifestModel, "kernel": _KernelModel, "launch": _LaunchModel,
-    "reference": _ReferenceModel, "tensors.*": _TensorModel,
+    "reference": _ReferenceModel, "tensors.*": _TensorModel, "scalars.*": _ScalarModel,
 }
 
 
@@ -395,25 +417,55 @@ def _reference_spec(model: _ReferenceModel, root: Path) -> ReferenceSpec:
     )
 
 
-def _tensor_decls(models: dict[str, _TensorModel], reference: ReferenceSpec) -> dict[str, TensorDecl]:
-    """A buffer the reference does not bind must say its own shape and dtype."""
-    from_reference = {*reference.inputs, *reference.outputs, *reference.parameters}
+def _reference_names(reference: ReferenceSpec | None) -> set[str]:
+    if reference is None:
+        return set()
+    return {*reference.inputs, *reference.outputs, *reference.parameters}
+
+
+def _tensor_decls(models: dict[str, _TensorModel], reference: ReferenceSpec | None) -> dict[str, TensorDecl]:
+    """A buffer the reference does not bind must say its own shape and dtype; in a safety-only task that is
+    every buffer. Only a safety-only task may leave a size unbounded (no reference output to fill)."""
+    from_reference = _reference_names(reference)
+    why = "the task has no [reference], so every buffer is declared" if reference is None else None
     decls = {}
     for name, model in models.items():
         if name not in from_reference:
             for key in ("shape", "dtype"):
                 if getattr(model, key) is None:
                     raise IntakeError(
-                        f"tensors.{name}.{key}", f'required: the reference does not determine "{name}"'
+                        f"tensors.{name}.{key}", f'required: {why or "the reference does not determine"} "{name}"'
                     )
-        shape = None if model.shape is None else tuple(model.shape)
-        decls[name] = TensorDecl(shape=shape, dtype=model.dtype, init=model.init)
+        unbounded = model.shape == "unbounded"
+        if unbounded and reference is not None:
+            raise IntakeError(f"tensors.{name}.shape", '"unbounded" is only for safety-only tasks (no [reference])')
+        shape = None if model.shape is None or unbounded else tuple(model.shape)
+        decls[name] = TensorDecl(shape=shape, dtype=model.dtype, init=model.init, unbounded=unbounded)
     return decls
 
 
-def _check_names(launch: LaunchSpec, reference: ReferenceSpec, tensors: dict[str, TensorDecl]) -> None:
-    """Every name in launch.args is bound, every output is passed, every [tensors] entry is used."""
-    bound = {*reference.inputs, *reference.outputs, *reference.parameters, *tensors}
+def _scalar_ranges(models: dict[str, _ScalarModel], reference: ReferenceSpec | None,
+                   tensors: dict[str, TensorDecl]) -> dict[str, ScalarRange]:
+    """Symbolic scalars: only without a reference (with one, scalars are the reference's inputs)."""
+    if models and reference is not None:
+        raise IntakeError("scalars", "only a safety-only task (no [reference]) takes [scalars]; "
+                                     "with a reference, scalars are its inputs")
+    ranges = {}
+    for name, model in models.items():
+        lo, hi = model.range
+        if lo > hi:
+            raise IntakeError(f"scalars.{name}.range", f"[{lo}, {hi}] is empty: lo must be at most hi")
+        if name in tensors:
+            raise IntakeError(f"scalars.{name}", f'"{name}" is also a [tensors] entry; give it once')
+        ranges[name] = ScalarRange(lo, hi)
+    return ranges
+
+
+def _check_names(launch: LaunchSpec, reference: ReferenceSpec | None, tensors: dict[str, TensorDecl],
+                 scalars: dict[str, ScalarRange] | None = None) -> None:
+    """Every name in launch.args is bound, every output is passed, every [tensors] or [scalars] entry is used."""
+    scalars = scalars or {}
+    bound = {*_reference_names(reference), *tensors, *scalars}
     listing = ", ".join(f'"{n}"' for n in sorted(bound)) or "nothing"
     passed = {arg for arg in launch.args if isinstance(arg, str)}
     for i, arg in enumerate(launch.args):
@@ -421,21 +473,22 @@ def _check_names(launch: LaunchSpec, reference: ReferenceSpec, tensors: dict[str
             raise IntakeError(
                 f"launch.args[{i}]",
                 f'"{arg}" is not bound: it is not a reference input, output or parameter, nor a [tensors] '
-                f"entry (bound: {listing})",
+                f"or [scalars] entry (bound: {listing})",
             )
-    for i, out in enumerate(reference.outputs):
+    for i, out in enumerate(reference.outputs if reference else ()):
         if out not in passed:
             raise IntakeError(
                 "launch.args",
                 f'reference output "{out}" (reference.outputs[{i}]) is not passed to the kernel, '
                 "so nothing could write it",
             )
-    known = bound - set(tensors)
-    for name in tensors:
-        if name not in passed and name not in known:
-            raise IntakeError(
-                f"tensors.{name}", f'"{name}" is neither passed in launch.args nor a reference name'
-            )
+    known = bound - set(tensors) - set(scalars)
+    for table, names in (("tensors", tensors), ("scalars", scalars)):
+        for name in names:
+            if name not in passed and name not in known:
+                raise IntakeError(
+                    f"{table}.{name}", f'"{name}" is neither passed in launch.args nor a reference name'
+                )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -466,7 +519,8 @@ def load_task(path: Path) -> Task:
     root = path.parent
     kernel = _kernel_spec(model.kernel, root)
     launch = _launch_spec(model.launch, kernel)
-    reference = _reference_spec(model.reference, root)
+    reference = None if model.reference is None else _reference_spec(model.reference, root)
     tensors = _tensor_decls(model.tensors, reference)
-    _check_names(launch, reference, tensors)
-    return Task(model.name or root.name, root, kernel, launch, reference, tensors)
+    scalars = _scalar_ranges(model.scalars, reference, tensors)
+    _check_names(launch, reference, tensors, scalars)
+    return Task(model.name or root.name, root, kernel, launch, reference, tensors, scalars)

@@ -3,6 +3,7 @@
 1 intake (manifest) -> 2 frontend (nvcc / triton -> PTX) -> 3 parse PTX -> 4 capture the reference
 -> 5 bind buffers, scalars and parameters -> 6 verify (semantics.verdict). Each stage raises its own
 error type; `IntakeError` and `ReferenceError` are bad input (exit 3), `Unsupported` becomes unknown.
+A safety-only task (no [reference]) skips stage 4: its buffers and scalars come from the manifest alone.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from orchestrator.frontends import CompiledKernel, compile_kernel
 from orchestrator.manifest import IntakeError, Task, load_task
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
-from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch
+from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch, ScalarParam
 from semantics.ptx.parser import PtxSyntaxError, parse_ptx
 from semantics.ptx.state import Precision
 from semantics.torch.capture import RefGraph
@@ -33,7 +34,7 @@ class Prepared:
     task: Task
     compiled: CompiledKernel
     kernel: Kernel
-    graph: RefGraph
+    graph: RefGraph | None   # None for a safety-only task
     problem: Problem
 
 
@@ -103,6 +104,8 @@ def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
         raise IntakeError("kernel.source", f"the PTX does not parse: {exc}") from exc
     kernel = module.kernels[compiled.entry]
     kernel.vars = kernel.vars + [v for v in module.vars if v.space == ".shared"]  # Triton's module-scope smem
+    if task.safety_only:
+        return Prepared(task, compiled, kernel, None, _safety_problem(task, compiled, kernel, module.files))
     graph = capture_cached(task.reference.source)
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
@@ -130,6 +133,59 @@ def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
                       language=task.kernel.language,
                       precision=Precision(_reference_float_bits(buffers), allow_narrowing))
     return Prepared(task, compiled, kernel, graph, problem)
+
+
+def _safety_buffers(task: Task) -> dict[str, Buffer]:
+    """The declared buffers of a safety-only task. Arbitrary contents make a buffer an input (reads see its
+    initial contents; `verdict.verify` rebinds one the kernel writes); a declared initial value, scratch."""
+    buffers = {}
+    for name, decl in task.tensors.items():
+        if decl.dtype not in DTYPE_BYTES:
+            raise Unsupported(f"tensor {name} of dtype {decl.dtype}")
+        init = decl.init if decl.init != "any" else None
+        numel = 0 if decl.unbounded else _numel(decl.shape)
+        buffers[name] = Buffer(name, decl.dtype, numel, DTYPE_BYTES[decl.dtype], "scratch" if init else "input",
+                               init, decl.unbounded)
+    return buffers
+
+
+def _scalar_params(task: Task, user_params: list) -> dict[str, ScalarParam]:
+    """Each `[scalars]` entry as a symbolic parameter as wide as the kernel parameter it is passed to."""
+    scalars = {}
+    for i, arg in enumerate(task.launch.args):
+        if not isinstance(arg, str) or arg not in task.scalars or i >= len(user_params):
+            continue
+        bits = int("".join(ch for ch in user_params[i].type if ch.isdigit()) or 0)
+        span = task.scalars[arg]
+        low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1) if span.lo < 0 else (0, 2**bits - 1)
+        if user_params[i].is_ptr or not low <= span.lo <= span.hi <= high:
+            raise IntakeError(f"scalars.{arg}.range", f"[{span.lo}, {span.hi}] does not fit parameter {i} "
+                                                      f"({user_params[i].name}, {user_params[i].type})")
+        scalars[arg] = ScalarParam(arg, bits, span.lo, span.hi)
+    return scalars
+
+
+def _safety_problem(task: Task, compiled: CompiledKernel, kernel: Kernel, files: dict) -> Problem:
+    """Stage 5 without a reference: bind the declared buffers and symbolic scalars."""
+    buffers = _safety_buffers(task)
+    n_user = compiled.user_params if compiled.user_params is not None else len(kernel.params)
+    user_params = kernel.params[:n_user]
+    scalars = _scalar_params(task, user_params)
+    bound_kinds = {name: f"tensor:{b.dtype}" for name, b in buffers.items()}
+    bound_kinds.update({name: "scalar:int" for name in scalars})
+    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
+    args: list[object] = [buffers.get(a, scalars[a].symbol if a in scalars else None) if isinstance(a, str) else a
+                          for a in task.launch.args]
+    for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
+        buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
+        args.append(buffers[extra.name])
+    block = task.launch.block or compiled.block
+    shared_bytes = task.launch.dynamic_shared_bytes if compiled.shared_bytes is None else compiled.shared_bytes
+    launch = Launch(task.launch.grid, block, shared_bytes, tuple(scalars.values()))
+    return Problem(kernel, launch, buffers, args, None, None,
+                   shared_symbols={str(s.symbol) for s in scalars.values()}, source_files=files,
+                   language=task.kernel.language, precision=Precision(_reference_float_bits(buffers)),
+                   safety_only=True)
 
 
 def _reference_float_bits(buffers: dict[str, Buffer]) -> int:

@@ -18,7 +18,7 @@ from collections import Counter
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from orchestrator.result import Result
+from orchestrator.result import Result, shown_state
 
 COLOURS = {"verified": "#1a7f37", "refuted": "#cf222e", "unknown": "#9a6700", "error": "#8250df"}
 
@@ -61,12 +61,15 @@ def write_junit(path: Path, rows: list[tuple[Path, Result]]) -> None:
 def write_html(path: Path, rows: list[tuple[Path, Result]]) -> None:
     counts = Counter(r.verdict for _, r in rows)
     summary = ", ".join(f"{counts[v]} {v}" for v in COLOURS if counts[v])
+    safety_only = sum(r.safety_only for _, r in rows)
+    safety = f" ({safety_only} safety-only: equivalence not asked for)" if safety_only else ""
     body = []
     for manifest, r in sorted(rows, key=lambda row: (list(COLOURS).index(row[1].verdict), row[1].name)):
-        props = "<br>".join(f"{html.escape(p)}: {html.escape(s)}" for p, s in r.properties.items())
+        props = "<br>".join(f"{html.escape(p)}: {html.escape(shown_state(p, s))}" for p, s in r.properties.items())
+        kind = "<br><small>safety-only</small>" if r.safety_only else ""
         stats = r.stats
         body.append(
-            f"<tr><td title='{html.escape(str(manifest))}'>{html.escape(r.name)}</td>"
+            f"<tr><td title='{html.escape(str(manifest))}'>{html.escape(r.name)}{kind}</td>"
             f"<td style='color:{COLOURS[r.verdict]};font-weight:bold'>{r.verdict}</td>"
             f"<td>{props}</td><td><pre>{html.escape(_details(r))}</pre></td>"
             f"<td>{stats.get('wall_seconds', 0)}</td><td>{stats.get('obligations', 0)}</td>"
@@ -76,7 +79,7 @@ def write_html(path: Path, rows: list[tuple[Path, Result]]) -> None:
 <style>body{{font-family:sans-serif}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top;text-align:left}} pre{{margin:0;white-space:pre-wrap}}
 </style></head><body>
-<h1>LARK batch report</h1><p>{len(rows)} tasks: {summary}</p>
+<h1>LARK batch report</h1><p>{len(rows)} tasks: {summary}{safety}</p>
 <table><tr><th>task</th><th>verdict</th><th>properties</th><th>findings and reason</th><th>wall s</th>
 <th>obligations</th><th>cache hits</th></tr>
 {chr(10).join(body)}

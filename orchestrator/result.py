@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from semantics.properties.common import NOT_CHECKED, PROPERTIES
+from semantics.properties.common import NOT_APPLICABLE, NOT_CHECKED, PROPERTIES
 from semantics.verdict import Report
 
 EXIT_STATUS = {"verified": 0, "refuted": 1, "unknown": 2, "error": 3}
+# How people read a not_applicable state, per property (the JSON keeps the bare state).
+NOT_APPLICABLE_SHOWN = {
+    "equivalence": "not applicable: a safety-only task (no [reference]), equivalence was not asked for",
+    "memory_safety": "not applicable: every access is to an unbounded buffer",
+}
+
+
+def shown_state(prop: str, state: str) -> str:
+    """A property's state for the human output and the HTML report."""
+    return NOT_APPLICABLE_SHOWN.get(prop, state) if state == NOT_APPLICABLE else state
 
 
 @dataclass
@@ -20,6 +30,10 @@ class Result:
     certificate: str | None = None
     stats: dict = field(default_factory=dict)
     axioms: list[str] = field(default_factory=list)
+
+    @property
+    def safety_only(self) -> bool:
+        return self.properties.get("equivalence") == NOT_APPLICABLE
 
     @property
     def exit_status(self) -> int:

@@ -2,14 +2,15 @@
 
 Runs the symbolic thread, hands each property checker its obligations, and merges property states into
 one verdict: any property violated -> refuted (with its witness), else any unknown -> unknown (with every
-reason), else verified. Provers (hint sources) are passed in and never trusted.
+reason), else verified (each property proved or not applicable). Provers (hint sources) are passed in and
+never trusted. A safety-only task (no reference) has equivalence not applicable and checks the other four.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import z3
@@ -34,6 +35,7 @@ from semantics.properties import (
     termination,
 )
 from semantics.properties.common import (
+    NOT_APPLICABLE,
     NOT_CHECKED,
     PROPERTIES,
     PROVED,
@@ -99,6 +101,7 @@ class Problem:
     source_files: dict[int, str] = field(default_factory=dict)  # PTX `.file` index -> source path
     language: str = "ptx"                                # cuda | triton | ptx: how witnesses name blocks
     precision: Precision = field(default_factory=Precision)  # how far float conversions may narrow
+    safety_only: bool = False                            # no reference: equivalence is not applicable
 
 
 class FiniteOnly:
@@ -116,12 +119,27 @@ class FiniteOnly:
         return self.inner.check(obligation, timeout_s)
 
 
+class WithSizes:
+    """A checker that asks every model for the values of the launch's symbolic scalars too, so a refutation of
+    a task proved for a range of sizes names the size that exposes it (`scalar.n` in the witness)."""
+
+    def __init__(self, inner, scalars: tuple):
+        self.inner = inner
+        self.name = inner.name
+        self.terms = {str(s.symbol): s.symbol for s in scalars}
+
+    def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        asked = replace(obligation, witness={**obligation.witness, **self.terms})
+        return self.inner.check(asked, timeout_s)
+
+
 # Every step of equivalence walks the stored values; past this many distinct subterms each walk takes minutes
 # and no comparison would finish, so the property is `unknown` at once (like MAX_PATHS in symexec).
 MAX_STORED_NODES = 1_000_000
 
 
 def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
+    """The verdict of the property states; `not_applicable` holds like `proved` (it is never violated)."""
     states = {p: r.state for p, r in results.items()}
     if VIOLATED in states.values():
         return "refuted", None
@@ -135,6 +153,8 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
            progress: Callable[[str], None] | None = None) -> Report:
     start = time.monotonic()
     checker = FiniteOnly(checker)
+    if problem.launch.scalars:
+        checker = WithSizes(checker, problem.launch.scalars)
     log: list[tuple[Obligation, Outcome]] = []
     hints: dict[str, object] = {}
 
@@ -147,29 +167,25 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
 
     results = {p: PropertyResult() for p in PROPERTIES}
     try:
-        ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
-        if any(b.is_float for b in problem.buffers.values()):
-            ctx.axioms.add("float.reals")   # the axiom every float verdict rests on (DESIGN §3)
         note("symbolic execution")
-
-        def exit_oracle(loop, key: str):
-            return termination.exact_exit(loop, key, _bounds(provers, ctx.thread, problem.launch, True,
-                                                             per_obligation()),
-                                          ctx.thread, problem.launch, checker, per_obligation(), record, hints)
-
-        effects = execute(problem.kernel, ctx, exit_oracle)
+        ctx, effects = _execute(problem, checker, provers, per_obligation, record, hints)
+        written = _written_inputs(ctx.accesses, problem.buffers) if problem.safety_only else set()
+        if written:   # a declared buffer the kernel writes: its reads see the writes (role scratch), run again
+            buffers = {n: replace(b, role="scratch") if n in written else b for n, b in problem.buffers.items()}
+            problem = replace(problem, buffers=buffers)
+            ctx, effects = _execute(problem, checker, provers, per_obligation, record, hints)
     except Unsupported as exc:
         reason = f"unsupported: {exc}{_source_suffix(exc.where, problem)}"
         for r in results.values():
             r.downgrade(UNKNOWN, reason)
-        return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, seconds=time.monotonic() - start)
+        return Report("unknown", _all_unknown(problem), [], reason, seconds=time.monotonic() - start)
 
     thread, launch = ctx.thread, problem.launch
     diverged = barriers.warp_uniform(ctx.warp_uniform, thread, launch, problem.shared_symbols, checker,
                                      per_obligation(), record)
     if diverged:
         reason = f"a warp-synchronous exchange may run in a partially converged warp ({diverged[0]})"
-        return Report("unknown", {p: UNKNOWN for p in PROPERTIES}, [], reason, sorted(ctx.axioms), log,
+        return Report("unknown", _all_unknown(problem), [], reason, sorted(ctx.axioms), log,
                       time.monotonic() - start, hints)
     assumptions = z3.And(ctx.assumptions) if ctx.assumptions else z3.BoolVal(True)
     launch_ok = z3.And(thread.in_launch(launch), assumptions)
@@ -205,9 +221,12 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         results["barrier_uniformity"].merge(loop_barriers.check(effects.loops, thread, launch, problem.shared_symbols,
                                                                 checker, per_obligation(), record))
     note("equivalence")
-    results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
-                                          checker, per_obligation(), record, hints)
-    if ctx.assumes_initialized and results["memory_safety"].state != PROVED:
+    if problem.safety_only:
+        results["equivalence"] = PropertyResult(NOT_APPLICABLE)
+    else:
+        results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
+                                              checker, per_obligation(), record, hints)
+    if not problem.safety_only and ctx.assumes_initialized and results["memory_safety"].state != PROVED:
         results["equivalence"] = PropertyResult(UNKNOWN, ["the values read from shared memory assume every shared "
                                                           "read is initialised, which is not proved"])
     note("reproducing refutations")
@@ -216,8 +235,49 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     findings = [f for r in results.values() for f in r.findings]
     for finding in findings:
         locate(finding, problem.kernel, problem.source_files, problem.language)
+        name_sizes(finding, problem.launch)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints)
+
+
+def _all_unknown(problem: Problem) -> dict[str, str]:
+    """Every property undecided (but equivalence of a safety-only task, which is never asked)."""
+    return {p: NOT_APPLICABLE if p == "equivalence" and problem.safety_only else UNKNOWN for p in PROPERTIES}
+
+
+def _execute(problem: Problem, checker, provers: Provers, per_obligation: Callable[[], float], record,
+             hints: dict):
+    """Bind the launch and run the symbolic thread: the context (accesses, assumptions, ...) and effects."""
+    ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
+    if any(b.is_float for b in problem.buffers.values()):
+        ctx.axioms.add("float.reals")   # the axiom every float verdict rests on (DESIGN §3)
+
+    def exit_oracle(loop, key: str):
+        return termination.exact_exit(loop, key, _bounds(provers, ctx.thread, problem.launch, True,
+                                                         per_obligation()),
+                                      ctx.thread, problem.launch, checker, per_obligation(), record, hints)
+
+    return ctx, execute(problem.kernel, ctx, exit_oracle)
+
+
+def _written_inputs(accesses, buffers: dict[str, Buffer]) -> set[str]:
+    """Global buffers bound as inputs (reads see their initial contents only) that the kernel stores to."""
+    return {a.buffer for a in accesses if a.kind != "load" and a.space == "global"
+            and buffers[a.buffer].role == "input"}
+
+
+def name_sizes(finding: Finding, launch: Launch) -> None:
+    """Lift the symbolic scalars' values out of a witness's model (`WithSizes`) into `witness['sizes']` and the
+    message: the size at which the refutation happens."""
+    if not launch.scalars:
+        return
+    parts = [finding.witness, *(v for v in finding.witness.values() if isinstance(v, dict))]
+    sizes = {}
+    for part in parts:
+        sizes.update(part.pop("scalars", {}))
+    if sizes:
+        finding.witness["sizes"] = sizes
+        finding.message += " with " + ", ".join(f"{n} = {v}" for n, v in sizes.items())
 
 
 def _bounds(provers: Provers, thread, launch: Launch, exact: bool, timeout_s: float) -> Callable:

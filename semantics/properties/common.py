@@ -11,9 +11,14 @@ from semantics.ptx.state import Access
 from semantics.terms import constants
 
 PROVED, VIOLATED, UNKNOWN, NOT_CHECKED = "proved", "violated", "unknown", "not_checked"
+# Not asked (equivalence of a safety-only task) or without meaning (memory safety when every access is to an
+# unbounded buffer). For the verdict it counts as proved; merged with `proved` it stays, since it claims less.
+NOT_APPLICABLE = "not_applicable"
 PROPERTIES = ("equivalence", "race_freedom", "barrier_uniformity", "memory_safety", "termination")
 # Worst first: merging two states of one property keeps the earlier in this order (STYLE 7).
-SEVERITY = (VIOLATED, UNKNOWN, NOT_CHECKED, PROVED)
+SEVERITY = (VIOLATED, UNKNOWN, NOT_CHECKED, NOT_APPLICABLE, PROVED)
+# The states a verdict of `verified` allows for every property.
+HOLDS = (PROVED, NOT_APPLICABLE)
 
 
 def worst(*states: str) -> str:
@@ -62,11 +67,15 @@ def shaped_thread(values: dict, suffix: str = "") -> dict:
     """A witness's thread as the contract's JSON: {'block': [x, y, z], 'thread': [x, y, z]}, plus the
     iteration of each enclosing loop as 'iteration@line N'."""
     prefix = f"iteration{suffix}@"
-    return {
+    shaped = {
         "block": [values[f"block{suffix}.{a}"] for a in AXES],
         "thread": [values[f"thread{suffix}.{a}"] for a in AXES],
         **{"iteration@" + k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)},
     }
+    scalars = {k[len("scalar."):]: v for k, v in values.items() if k.startswith("scalar.")}
+    if scalars:   # the symbolic sizes of the launch (`verdict.WithSizes`), lifted out by `verdict.name_sizes`
+        shaped["scalars"] = scalars
+    return shaped
 
 
 def mentions_opaque(term: z3.ExprRef) -> bool:

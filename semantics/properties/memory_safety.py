@@ -6,6 +6,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
 from semantics.properties.common import (
+    NOT_APPLICABLE,
     UNKNOWN,
     VIOLATED,
     Finding,
@@ -38,9 +39,11 @@ def obligation(access: Access, buffer: Buffer, thread: Thread, launch_ok: z3.Boo
 
 def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, launch_ok: z3.BoolRef,
           checker: Checker, timeout_s: float, record) -> PropertyResult:
-    """One obligation per access site; a model is a witness once its loop iterations are confirmed."""
-    result = PropertyResult()
-    for access in accesses:
+    """One obligation per access site; a model is a witness once its loop iterations are confirmed. Accesses
+    to an unbounded buffer have no bound to check; when every access is one, the property is not applicable."""
+    bounded = [a for a in accesses if not buffers[a.buffer].unbounded]
+    result = PropertyResult(NOT_APPLICABLE) if accesses and not bounded else PropertyResult()
+    for access in bounded:
         buffer = buffers[access.buffer]
         ob = obligation(access, buffer, thread, launch_ok)
         outcome = checker.check(ob, timeout_s)

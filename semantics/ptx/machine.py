@@ -16,10 +16,35 @@ AXES = ("x", "y", "z")
 
 
 @dataclass(frozen=True)
+class ScalarParam:
+    """A symbolic integer kernel parameter of a safety-only task: `bits` wide, every value in [lo, hi]
+    (signed comparisons when lo < 0). One symbol shared by every thread."""
+
+    name: str
+    bits: int
+    lo: int
+    hi: int
+
+    @property
+    def symbol(self) -> z3.BitVecRef:
+        return z3.BitVec(f"scalar.{self.name}", self.bits)
+
+    def in_range(self) -> z3.BoolRef:
+        n = self.symbol
+        if self.lo < 0:
+            return z3.And(self.lo <= n, n <= self.hi)
+        return z3.And(z3.UGE(n, self.lo), z3.ULE(n, self.hi))
+
+
+@dataclass(frozen=True)
 class Launch:
+    """Grid and block dimensions; `scalars` are the symbolic parameters whose range every thread of the
+    launch assumes (part of `Thread.in_launch`, so every obligation carries it)."""
+
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     dynamic_shared_bytes: int = 0
+    scalars: tuple[ScalarParam, ...] = ()
 
     @property
     def threads_per_block(self) -> int:
@@ -46,6 +71,7 @@ class Thread:
         """The range constraints that make these coordinates a thread of `launch`."""
         bounds = [z3.ULT(c, n) for c, n in zip(self.ctaid, launch.grid, strict=True)]
         bounds += [z3.ULT(t, n) for t, n in zip(self.tid, launch.block, strict=True)]
+        bounds += [s.in_range() for s in launch.scalars]
         return z3.And(bounds)
 
     def variables(self) -> list[z3.BitVecRef]:
@@ -78,7 +104,8 @@ class Buffer:
     `role` is 'input' (a reference input or parameter: universally quantified contents), 'output'
     (must hold a reference output at exit), 'scratch' (a `[tensors]` buffer), 'shared' (a block's
     shared-memory array: one per block, elements of any width) or 'opaque' (compiler-internal). `init`
-    is the precondition on initial contents: None (arbitrary), 'zeros' or 'ones'."""
+    is the precondition on initial contents: None (arbitrary), 'zeros' or 'ones'. An `unbounded` buffer
+    (safety-only tasks) has no known size: the caller guarantees its bounds, so memory safety skips it."""
 
     name: str
     dtype: str
@@ -86,6 +113,7 @@ class Buffer:
     elem_bytes: int
     role: str
     init: str | None = None
+    unbounded: bool = False
 
     @property
     def size_bytes(self) -> int:
