@@ -96,7 +96,7 @@ def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
     return z3.Real(f"scalar.{name}") if spec.kind == "float" else z3.BitVec(f"scalar.{name}", 64)
 
 
-def capture_cached(source: Path) -> RefGraph:
+def capture_cached(source: Path, timeout_s: float = 180.0) -> RefGraph:
     """capture_reference, remembered on disk by the reference text and the torch version.
 
     The capture subprocess costs seconds (importing torch); an unchanged reference need not pay it twice.
@@ -110,7 +110,7 @@ def capture_cached(source: Path) -> RefGraph:
             return RefGraph.from_json(entry.read_text())
         except (ValueError, KeyError):
             entry.unlink(missing_ok=True)
-    graph = capture_reference(source)
+    graph = capture_reference(source, timeout_s)
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = entry.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(graph.to_json())
@@ -118,9 +118,10 @@ def capture_cached(source: Path) -> RefGraph:
     return graph
 
 
-def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
+def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0) -> Prepared:
     """Stages 1-5 for the manifest at `path`. `allow_narrowing` lets float conversions narrower than the
-    reference's dtype stand as the identity (axiom float.narrowing, listed per use)."""
+    reference's dtype stand as the identity (axiom float.narrowing, listed per use). `capture_s` bounds the
+    reference's capture in wall-clock time (a job passes what is left of its timeout)."""
     task = load_task(path)
     compiled = compile_kernel(task.kernel)
     try:
@@ -129,7 +130,7 @@ def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
         raise IntakeError("kernel.source", f"the PTX does not parse: {exc}") from exc
     kernel = module.kernels[compiled.entry]
     kernel.vars = kernel.vars + [v for v in module.vars if v.space == ".shared"]  # Triton's module-scope smem
-    graph = capture_cached(task.reference.source)
+    graph = capture_cached(task.reference.source, capture_s)
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
     scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs

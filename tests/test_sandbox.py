@@ -137,9 +137,16 @@ import json, os, socket, sys
 from pathlib import Path
 from semantics.torch.sandbox import enter
 warnings = enter(Path(sys.argv[1]))
-outcome = {"warnings": warnings}
+outcome = {"warnings": warnings, "interfaces": [name for _, name in socket.if_nameindex()]}
+
+def udp():  # Landlock has no rule for UDP: only the network namespace stops this one
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(b"hello", ("127.0.0.1", int(sys.argv[4])))
+    return s
+
 for name, attempt in [
     ("connect", lambda: socket.create_connection(("127.0.0.1", int(sys.argv[3])), timeout=5)),
+    ("udp", udp),
     ("write", lambda: open(sys.argv[2], "w")),
     ("write_inside", lambda: open(os.path.join(sys.argv[1], "inside.txt"), "w")),
 ]:
@@ -158,13 +165,21 @@ def test_kernel_layers_are_active_here(tmp_path, listener):
     inside, outside = tmp_path / "sandbox", tmp_path / "outside.txt"
     inside.mkdir()
     port = listener.getsockname()[1]
-    run = subprocess.run([sys.executable, "-c", KERNEL_LAYERS, str(inside), str(outside), str(port)],
+    datagrams = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    datagrams.bind(("127.0.0.1", 0))
+    datagrams.setblocking(False)
+    args = [str(inside), str(outside), str(port), str(datagrams.getsockname()[1])]
+    run = subprocess.run([sys.executable, "-c", KERNEL_LAYERS, *args],
                          capture_output=True, text=True, timeout=60, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
     outcome = json.loads(run.stdout)
     assert outcome["warnings"] == []
-    assert outcome["connect"] != "done"
+    assert outcome["interfaces"] == ["lo"]       # a network namespace of its own
+    assert outcome["connect"] != "done" and outcome["udp"] != "done"
     assert outcome["write"] == "PermissionError"
     assert outcome["write_inside"] == "done"
     assert not outside.exists() and (inside / "inside.txt").exists()
     assert _no_connection(listener)
+    with pytest.raises(BlockingIOError):
+        datagrams.recvfrom(64)
+    datagrams.close()
