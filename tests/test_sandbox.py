@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -183,3 +184,22 @@ def test_kernel_layers_are_active_here(tmp_path, listener):
     with pytest.raises(BlockingIOError):
         datagrams.recvfrom(64)
     datagrams.close()
+
+
+def test_lark_verify_reports_the_refusal_as_an_error(tmp_path):
+    """Through the job runner (what `lark verify` and the server call): exit 3, the reason naming it."""
+    task = tmp_path / "task"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "examples" / "relu_64x64", task)
+    target = tmp_path / "outside.txt"
+    reference = (task / "ref.py").read_text()
+    (task / "ref.py").write_text(reference.replace("def get_inputs():\n",
+                                                   f"def get_inputs():\n    open({str(target)!r}, 'w')\n"))
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
+                          str(task / "lark.toml"), "--json"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(root)})
+    assert run.returncode == 3, run.stderr[-2000:]
+    result = json.loads(run.stdout)
+    assert result["verdict"] == "error"
+    assert f"the reference tried to write {target}" in result["reason"]
+    assert not target.exists()

@@ -87,7 +87,7 @@ def _run_worker(paths: list[Path], timeout_s: float, wall_s: float) -> list[RefG
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.communicate()
-            return [ReferenceError(f"reference capture timed out after {wall_s:g} s")] * len(paths)
+            return [ReferenceError(f"reference capture timed out after {round(wall_s, 1):g} s")] * len(paths)
         _kill_group(proc.pid)   # whatever a reference started and left behind
     _pass_on_warnings(err)
     if proc.returncode != 0:
