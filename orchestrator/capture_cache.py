@@ -40,7 +40,7 @@ def reference_inputs(source: Path) -> dict[str, object]:
     }
 
 
-def capture_cached(source: Path) -> RefGraph:
+def capture_cached(source: Path, timeout_s: float = 180.0) -> RefGraph:
     """capture_reference, from the cache when the same inputs were captured before. The graph carries its
     own hash, checked on load; an entry is not stored when a file of the tree changed during the capture."""
     entry = cache_root() / f"{digest(reference_inputs(source))}.json"
@@ -50,7 +50,7 @@ def capture_cached(source: Path) -> RefGraph:
         except (ValueError, KeyError):
             entry.unlink(missing_ok=True)
     started_ns = time.time_ns()
-    graph = capture_reference(source)
+    graph = capture_reference(source, timeout_s)
     if not changed_since(python_files(source), started_ns):
         entry.parent.mkdir(parents=True, exist_ok=True)
         tmp = entry.with_suffix(f".{os.getpid()}.tmp")

@@ -144,7 +144,7 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             Search(checker, STRATEGIES, budget, search_width, on_close=reporter.goal) as search:
         try:
             reporter.stage("intake")
-            prepared = prepare(manifest, allow_narrowing)
+            prepared = prepare(manifest, allow_narrowing, capture_s=max(1.0, timeout_s - (time.monotonic() - start)))
             name = prepared.task.name
             report = verify(prepared.problem, checker, replace(PROVERS, search=search.hook), timeout_s, stages)
             if reporter.cancel.cancelled:

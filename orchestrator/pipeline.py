@@ -93,9 +93,10 @@ def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
     return z3.Real(f"scalar.{name}") if spec.kind == "float" else z3.BitVec(f"scalar.{name}", 64)
 
 
-def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
+def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0) -> Prepared:
     """Stages 1-5 for the manifest at `path`. `allow_narrowing` lets float conversions narrower than the
-    reference's dtype stand as the identity (axiom float.narrowing, listed per use)."""
+    reference's dtype stand as the identity (axiom float.narrowing, listed per use). `capture_s` bounds the
+    reference's capture in wall-clock time (a job passes what is left of its timeout)."""
     task = load_task(path)
     compiled = compile_kernel(task.kernel)
     try:
@@ -106,7 +107,7 @@ def prepare(path: Path, allow_narrowing: bool = False) -> Prepared:
     kernel.vars = kernel.vars + [v for v in module.vars if v.space == ".shared"]  # Triton's module-scope smem
     if task.safety_only:
         return Prepared(task, compiled, kernel, None, _safety_problem(task, compiled, kernel, module.files))
-    graph = capture_cached(task.reference.source)
+    graph = capture_cached(task.reference.source, capture_s)
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
     scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs

@@ -1,6 +1,8 @@
-"""The subprocess that runs reference code: `python -m semantics.torch._capture_worker [--timeout S] SRC..`.
+"""The subprocess that runs reference code (started as `python -m semantics.torch._capture_main`).
 
-Reference files are untrusted Python, so they only ever run here, under the limits `capture.py` sets up.
+Reference files are untrusted Python, so they only ever run here: inside the sandbox `_capture_main`
+enters (sandbox.py: no network, no writes outside `--writable`, a PID namespace), under the limits
+`capture.py` sets up.
 The worker imports torch and warms `torch.export` up once, then forks one child per reference: each
 child is isolated from the others (a reference cannot change how another is captured) yet starts in
 about a tenth of a second instead of the seconds a cold export costs. A child builds the model and its
@@ -24,17 +26,19 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import torch
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.overrides import TorchFunctionMode
 
 from semantics.torch.graph import canonical_json, round_float
+from semantics.torch.sandbox import refuse_outside
 
 _MAX_MESSAGE = 4000
 _WARM_UP_CPU_S = 60
 _MAX_FILE_BYTES = 64 << 20
+_LENGTH = 8                 # bytes of the result's length prefix on the pipe
 _SCALARS = {"bool": bool, "int": int, "float": float}
 _SCALAR_DTYPES = {"bool": torch.bool, "int": torch.int64, "float": torch.float32}
 
@@ -250,8 +254,9 @@ def capture_one(source: Path) -> dict[str, Any]:
     return _Encoder(program, specs).encode()
 
 
-def _child(source: Path, write_fd: int, timeout_s: float) -> None:
-    """Forked child: sandboxed working directory, own CPU limit, result on the pipe; never returns."""
+def _child(source: Path, write_fd: int, timeout_s: float, writable: Path) -> None:
+    """Forked child: sandboxed working directory, own CPU limit, result on the pipe; never returns. From the
+    moment the reference loads, a refused action (sandbox.refuse_outside) ends the child with its error."""
     try:
         cpu = max(1, int(timeout_s) + 1)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
@@ -259,29 +264,42 @@ def _child(source: Path, write_fd: int, timeout_s: float) -> None:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
         os.chdir(tempfile.mkdtemp(prefix="ref-"))
+
+        def refused(message: str) -> NoReturn:
+            _send(write_fd, {"error": message[:_MAX_MESSAGE]})
+            os._exit(0)
+
+        refuse_outside(writable, refused)
         try:
             result: dict[str, Any] = {"graph": capture_one(source)}
         except CaptureFailure as exc:
             result = {"error": str(exc)[:_MAX_MESSAGE]}
         except BaseException as exc:  # reference code may raise anything, SystemExit included
             result = {"error": f"capture failed: {type(exc).__name__}: {exc}"[:_MAX_MESSAGE]}
-        data = canonical_json(result).encode()
-        with os.fdopen(write_fd, "wb") as pipe:
-            pipe.write(data)
+        _send(write_fd, result)
     finally:
         os._exit(0)
 
 
-def _run_child(source: Path, timeout_s: float) -> dict[str, Any]:
+def _send(write_fd: int, result: dict[str, Any]) -> None:
+    """The result on the pipe, length first, by plain writes (an `open` would reach the audit hook)."""
+    body = canonical_json(result).encode()
+    data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
+    while data:
+        data = data[os.write(write_fd, data):]
+    os.close(write_fd)
+
+
+def _run_child(source: Path, timeout_s: float, writable: Path) -> dict[str, Any]:
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read_fd)
-        _child(source, write_fd, timeout_s)
+        _child(source, write_fd, timeout_s, writable)
     os.close(write_fd)
-    chunks, deadline, timed_out = [], time.monotonic() + timeout_s, False
+    data, deadline, timed_out = b"", time.monotonic() + timeout_s, False
     try:
-        while True:
+        while not _complete(data):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([read_fd], [], [], left)[0]:
                 timed_out = True
@@ -290,20 +308,25 @@ def _run_child(source: Path, timeout_s: float) -> dict[str, Any]:
             chunk = os.read(read_fd, 1 << 20)
             if not chunk:
                 break
-            chunks.append(chunk)
+            data += chunk
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     if timed_out:
-        return {"error": f"reference capture timed out after {timeout_s:g} s"}
+        return {"error": f"reference capture timed out after {round(timeout_s, 1):g} s"}
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         why = "exceeded its CPU time limit" if sig == signal.SIGXCPU else f"died with signal {sig}"
         return {"error": f"reference capture process {why}"}
-    try:
-        return json.loads(b"".join(chunks))
-    except ValueError:
+    if not _complete(data):
         return {"error": "reference capture process exited without a result"}
+    return json.loads(data[_LENGTH:])
+
+
+def _complete(data: bytes) -> bool:
+    """The result is length-prefixed, so that it is read in full even while a process the reference
+    forked still holds the pipe open (the PID namespace kills that one when the worker ends)."""
+    return len(data) >= _LENGTH and len(data) - _LENGTH >= int.from_bytes(data[:_LENGTH], "little")
 
 
 def _limit_self(timeout_s: float, count: int) -> None:
@@ -324,6 +347,7 @@ def _warm_up() -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--timeout", type=float, default=180.0)
+    parser.add_argument("--writable", type=Path, required=True, help="the one directory it may write in")
     parser.add_argument("sources", nargs="+", type=Path)
     ns = parser.parse_args(argv)
     _limit_self(ns.timeout, len(ns.sources))
@@ -331,10 +355,7 @@ def main(argv: list[str] | None = None) -> None:
         _warm_up()
     except Exception:
         traceback.print_exc()
-    results = [_run_child(source, ns.timeout) for source in ns.sources]
+    results = [_run_child(source, ns.timeout, ns.writable) for source in ns.sources]
     sys.stdout.write(canonical_json(results))
     sys.stdout.flush()
 
-
-if __name__ == "__main__":
-    main()

@@ -1,9 +1,11 @@
 """Capture of a KernelBench-style reference as a core-ATen graph, in a sandboxed subprocess.
 
 Reference files are code, and the verifier must not run untrusted code in its own process: capture
-starts `semantics.torch._capture_worker` with a scrubbed environment, in a fresh temporary directory, in
+starts `semantics.torch._capture_main` with a scrubbed environment, in a fresh temporary directory, in
 its own process group (so a timeout kills the reference and anything it started), under CPU, file-size
-and core-dump limits and a wall-clock timeout. The worker never materializes a tensor: shapes and dtypes
+and core-dump limits and a wall-clock timeout. The subprocess first enters the sandbox of sandbox.py (no
+network, no writes outside that directory, its own PID namespace); what a reference tried that the
+sandbox refused is the capture's error. The worker never materializes a tensor: shapes and dtypes
 are all the verifier needs, and KernelBench inputs reach gigabytes.
 """
 
@@ -34,8 +36,13 @@ class ReferenceError(Exception):  # the task contract's name (it shadows the bui
 
 
 def capture_reference(source: Path, timeout_s: float = 180.0) -> RefGraph:
-    """The core-ATen graph of the reference file `source`; raises ReferenceError when it cannot be had."""
-    result = capture_references([source], timeout_s)[0]
+    """The core-ATen graph of the reference file `source`; raises ReferenceError when it cannot be had.
+    `timeout_s` bounds the whole capture in wall-clock time, torch's start included, so that a job can
+    give it what is left of its own timeout."""
+    path = Path(source).resolve()
+    if not path.is_file():
+        raise ReferenceError(f"reference file not found: {source}")
+    result = _run_worker([path], timeout_s, wall_s=timeout_s)[0]
     if isinstance(result, ReferenceError):
         raise result
     return result
@@ -53,13 +60,13 @@ def capture_references(sources: Sequence[Path], timeout_s: float = 180.0) -> lis
         else:
             results[i] = ReferenceError(f"reference file not found: {source}")
     if todo:
-        for (i, _), outcome in zip(todo, _run_worker([p for _, p in todo], timeout_s), strict=True):
+        wall_s = _WARM_UP_S + timeout_s * len(todo)
+        for (i, _), outcome in zip(todo, _run_worker([p for _, p in todo], timeout_s, wall_s), strict=True):
             results[i] = outcome
     return results
 
 
-def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | ReferenceError]:
-    wall_s = _WARM_UP_S + timeout_s * len(paths)
+def _run_worker(paths: list[Path], timeout_s: float, wall_s: float) -> list[RefGraph | ReferenceError]:
     with tempfile.TemporaryDirectory(prefix="lark-capture-") as tmp:
         env = {
             "PATH": "/usr/bin:/bin",
@@ -71,8 +78,8 @@ def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | Referenc
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONHASHSEED": "0",
         }
-        cmd = [sys.executable, "-m", "semantics.torch._capture_worker", "--timeout", str(timeout_s),
-               *map(str, paths)]
+        cmd = [sys.executable, "-m", "semantics.torch._capture_main", "--writable", tmp,
+               "--timeout", str(timeout_s), *map(str, paths)]
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)
         try:
@@ -80,8 +87,9 @@ def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | Referenc
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.communicate()
-            return [ReferenceError(f"reference capture timed out after {wall_s:g} s")] * len(paths)
+            return [ReferenceError(f"reference capture timed out after {round(wall_s, 1):g} s")] * len(paths)
         _kill_group(proc.pid)   # whatever a reference started and left behind
+    _pass_on_warnings(err)
     if proc.returncode != 0:
         tail = err.decode(errors="replace")[-_MAX_STDERR:]
         return [ReferenceError(f"capture worker failed (exit status {proc.returncode}): {tail}")] * len(paths)
@@ -90,6 +98,13 @@ def _run_worker(paths: list[Path], timeout_s: float) -> list[RefGraph | Referenc
                 for e in json.loads(out)]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return [ReferenceError(f"capture worker gave a malformed result: {exc!r}")] * len(paths)
+
+
+def _pass_on_warnings(stderr: bytes) -> None:
+    """A sandbox mechanism the kernel lacks is said loudly: the reference ran less confined than asked."""
+    for line in stderr.decode(errors="replace").splitlines():
+        if line.startswith("lark: sandbox:"):
+            print(line, file=sys.stderr)
 
 
 def _import_path() -> list[str]:
