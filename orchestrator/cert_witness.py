@@ -262,6 +262,7 @@ def replay_witness(witness: Witness, path: Path) -> str:
     problems = []
     for finding in witness.findings:
         try:
+            # (a wrong value's block is taken as its element's only writer, as the verifier proved race freedom)
             concrete, detail = reproduce(prepared.problem, Finding(finding.property, "", finding.witness))
             if not concrete:
                 raise NotReproduced(f"the concrete interpreter does not show it: {detail}")

@@ -3,7 +3,8 @@
 `reproduce(problem, finding) -> (ok, detail)` runs the witness's block(s) on the witness's inputs (every
 input element not listed takes the witness's `name[*]` default, else 0) and checks that the violation is
 really there:
-* equivalence, a wrong value: after the writer's block has run, the element's final value (the last
+* equivalence, a wrong value (race freedom proved, so no other block writes the element): after the writer's
+  block has run, the element's final value (the last
   write in barrier-interval order) is a finite real that differs from the reference's (the reference's
   element function, evaluated on the same inputs by `semantics.replay.Evaluator`) by more than
   TOLERANCE, and both agree with the recorded values within TOLERANCE; no race touched the element;
@@ -33,7 +34,7 @@ import mpmath
 import z3
 
 from semantics.errors import Unsupported
-from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
+from semantics.properties.common import PROVED, UNKNOWN, VIOLATED, Finding, PropertyResult
 from semantics.ptx.ast import Instr
 from semantics.ptx.types import types_in
 from semantics.replay import Evaluator, NotConcrete
@@ -266,11 +267,16 @@ REPRODUCERS: dict[str, Callable[[Problem, dict], str]] = {
 }
 
 
-def reproduce(problem: Problem, finding: Finding) -> tuple[bool, str]:
-    """Whether the concrete interpreter shows `finding` at its witness, and what it saw."""
+def reproduce(problem: Problem, finding: Finding, race_free: bool = True) -> tuple[bool, str]:
+    """Whether the concrete interpreter shows `finding` at its witness, and what it saw. A wrong value is
+    final only if no other block writes the element: `race_free` says race freedom is proved (any write by
+    another block would be a race); without it a wrong value does not reproduce."""
     runner = REPRODUCERS.get(finding.prop)
     if runner is None:
         return False, f"{finding.prop} findings are not reproduced"
+    if finding.prop == "equivalence" and not race_free and "block" in finding.witness \
+            and "other_inputs" not in finding.witness:
+        return False, "another block may overwrite the element: race freedom is not proved"
     try:
         return True, runner(problem, finding.witness)
     except NotReproduced as exc:
@@ -283,12 +289,13 @@ def reproduce(problem: Problem, finding: Finding) -> tuple[bool, str]:
 
 def confirm(problem: Problem, results: dict[str, PropertyResult]) -> None:
     """Keep only the findings the interpreter reproduces; a violated property left without one is unknown."""
+    race_free = results["race_freedom"].state == PROVED
     for result in results.values():
         if result.state != VIOLATED:
             continue
         kept, why = [], []
         for finding in result.findings:
-            ok, detail = reproduce(problem, finding)
+            ok, detail = reproduce(problem, finding, race_free)
             (kept if ok else why).append(finding if ok else detail)
         result.findings = kept
         if not kept:
