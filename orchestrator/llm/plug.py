@@ -66,7 +66,7 @@ class LLMProvers:
     def __init__(self, config: LLMConfig, chat: Chat | None = None, store: LemmaStore | None = None):
         self.config = config
         self.chat = chat or OpenAIChat(config)
-        self.store = store or DiskLemmaStore(proposal_dir())
+        self.store = store if store is not None else DiskLemmaStore(proposal_dir())   # (an empty store is falsy)
         self.usage = Usage(config)
 
     def plug(self, search: Search, provers: Provers, prepared) -> Provers:
