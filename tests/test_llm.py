@@ -166,3 +166,28 @@ def test_cli_llm_verifies_with_an_endpoint_from_the_environment(tmp_path):
     result = json.loads(done.stdout)
     assert done.returncode == 0 and result["verdict"] == "verified"
     assert result["stats"]["llm_calls"] == 1 and server.requests[0]["model"] == "m"
+
+
+def test_ray_prover_pool_shares_one_concurrency_limit_and_closes_goals(tmp_path):
+    """On a local Ray: the endpoint's pool actor holds at most `concurrency` requests in flight however many
+    callers ask at once, and a job whose agent talks through it verifies the mirrored store."""
+    ray = pytest.importorskip("ray")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from actors.llm import PooledChat
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        helpful = Scripted(EXAMPLE_ANSWERS["llm_mirrored_store"], delay_s=0.2)
+        with ScriptedServer(lambda request: helpful) as server:
+            config = LLMConfig(server.base_url, "k", "pooled", concurrency=1)
+            chat = PooledChat(config)
+            with ThreadPoolExecutor(4) as pool:
+                replies = list(pool.map(lambda _: chat.complete([{"role": "user", "content": "hi"}], {}), range(4)))
+            assert [r.tokens for r in replies] == [100] * 4
+            assert server.in_flight_max == 1
+            llm = LLMProvers(config, chat=chat, store=DiskLemmaStore(tmp_path / "learned"))
+            result = run_verify(MIRRORED, TIMEOUT_S, llm=llm)
+        assert result.verdict == "verified" and result.stats["llm_calls"] == 1
+    finally:
+        ray.shutdown()
