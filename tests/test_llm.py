@@ -139,6 +139,8 @@ def test_examples_verify_with_the_scripted_agent_and_check_without_one(tmp_path,
         result = verify(manifest, server, tmp_path / "learned", tmp_path / "cert.json")
     assert result.verdict == "verified", result.reason
     assert result.stats["llm_calls"] >= 1
+    if name == "llm_rotated_store":     # the heuristic's wrong writer was tried first, and the agent told why
+        assert "inverse proposed" in prompt_of(server.requests[0])
     checked = lark("check", str(tmp_path / "cert.json"))
     assert checked.returncode == 0, checked.stderr
 
