@@ -86,6 +86,10 @@ class Thread:
         return z3.And(self.same_block(other), *[a == b for a, b in zip(self.tid, other.tid, strict=True)])
 
 
+# Named constants PTX reads like registers but writes without `%`: nvcc's `warpSize` is `mov.u32 %r, WARP_SZ;`.
+CONSTANT_SYMBOLS: dict[str, int] = {"WARP_SZ": 32}
+
+
 def special_registers(thread: Thread, launch: Launch) -> dict[str, z3.BitVecRef]:
     """Values of the special registers a kernel may read, as 32-bit vectors."""
     regs: dict[str, z3.BitVecRef] = {}
