@@ -16,7 +16,7 @@ import z3
 
 from semantics.errors import Unsupported
 from semantics.ptx import loop_phases, unroll
-from semantics.ptx.accumulators import Accumulator, at_iteration, classify
+from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
@@ -373,12 +373,15 @@ class Executor:
         iterations. Any other value is opaque."""
         for r, (acc, step_k, j) in summaries.items():
             start = at_iteration(acc, entry.regs[r], k, step_k, k, j)
-            one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
+            if acc.kind == "max" and s.ctx.marks(start):   # a running max from -inf: combined as max.f32 does
+                one_more = z3.substitute(replay_max(acc, start, where), *at_k)
+            else:
+                one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
             value = s.regs.get(r)
             if value is None or z3.eq(simplify(value), simplify(start)):
                 continue
             if z3.eq(simplify(value), simplify(one_more)):
-                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j)
+                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True)
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
 
