@@ -7,7 +7,7 @@ mismatch is an `IntakeError` naming `launch.args[i]`, the parameter and what it 
 
 from __future__ import annotations
 
-from orchestrator.manifest import IntakeError, Task, show_value
+from orchestrator.manifest import NULL, IntakeError, Task, show_value
 
 # PTX parameter type -> (family, width). Family 'u'/'s' are unsigned/signed integers, 'b' untyped bits,
 # 'f' floating point.
@@ -20,6 +20,7 @@ PTX_PARAM_TYPES: dict[str, tuple[str, int]] = {
 # kind of argument -> (parameter families it accepts, what it needs, in words). Tensors also need 64 bits.
 ACCEPTS: dict[str, tuple[tuple[str, ...], str]] = {
     "tensor": (("u", "s", "b"), "a 64-bit pointer parameter (.u64/.s64/.b64)"),
+    "null": (("u", "s", "b"), "a 64-bit pointer parameter (.u64/.s64/.b64)"),
     "int": (("u", "s", "b"), "an integer parameter"),
     "float": (("f", "b"), "a floating-point parameter (.f32/.f64)"),
 }
@@ -33,13 +34,15 @@ def _int_range(family: str, width: int) -> tuple[int, int]:
 
 
 def _arg_kind(arg: str | int | float, bound_kinds: dict[str, str], where: str) -> tuple[str, str]:
-    """(kind, what the user sees) for one argument: kind is 'tensor', 'int' or 'float'."""
+    """(kind, what the user sees) for one argument: kind is 'tensor', 'null', 'int' or 'float'."""
     if isinstance(arg, bool) or not isinstance(arg, str | int | float):
         raise IntakeError(where, f"{show_value(arg)} is neither a name nor a number")
     if isinstance(arg, int):
         return "int", f"the integer literal {arg}"
     if isinstance(arg, float):
         return "float", f"the float literal {arg}"
+    if arg == NULL:
+        return "null", '"null" (the null pointer)'
     kind = bound_kinds.get(arg)
     if kind is None:
         raise IntakeError(where, f'no binding is known for "{arg}"')
@@ -54,7 +57,7 @@ def _arg_kind(arg: str | int | float, bound_kinds: dict[str, str], where: str) -
 def _mismatch(arg: str | int | float, kind: str, family: str, width: int) -> str | None:
     """Why this argument cannot go into a parameter of this type, or None when it can."""
     families, need = ACCEPTS[kind]
-    if family not in families or kind == "tensor" and width != 64:
+    if family not in families or kind in ("tensor", "null") and width != 64:
         return need
     if kind == "int" and isinstance(arg, int):
         low, high = _int_range(family, width)

@@ -28,6 +28,7 @@ TORCH_DTYPES = (
 )
 TENSOR_INITS = ("zeros", "ones", "any")
 WARPS_PER_BLOCK = (1, 2, 4, 8, 16, 32)
+NULL = "null"   # in launch.args: the null pointer for a pointer parameter (DESIGN §2.1's extension)
 
 
 class IntakeError(Exception):
@@ -190,8 +191,8 @@ EXPECTED: dict[str, str] = {
     "launch.grid": "a list of 1 to 3 positive integers",
     "launch.block": "a list of 1 to 3 positive integers",
     "launch.dynamic_shared_bytes": "a non-negative integer",
-    "launch.args": "a list of tensor names (strings) and numbers",
-    "launch.args[]": "a tensor name (string) or a number",
+    "launch.args": 'a list of tensor names (strings), "null" and numbers',
+    "launch.args[]": 'a tensor name (string), "null" (the null pointer) or a number',
     "reference": "a [reference] table",
     "reference.source": "a path (string) to a Python file",
     "reference.inputs": "a list of names (strings)",
@@ -466,10 +467,13 @@ def _check_names(launch: LaunchSpec, reference: ReferenceSpec | None, tensors: d
     """Every name in launch.args is bound, every output is passed, every [tensors] or [scalars] entry is used."""
     scalars = scalars or {}
     bound = {*_reference_names(reference), *tensors, *scalars}
+    if NULL in bound:
+        raise IntakeError("launch.args", f'"{NULL}" binds a pointer parameter to the null pointer; it cannot also '
+                                         "name a tensor, scalar or reference value")
     listing = ", ".join(f'"{n}"' for n in sorted(bound)) or "nothing"
     passed = {arg for arg in launch.args if isinstance(arg, str)}
     for i, arg in enumerate(launch.args):
-        if isinstance(arg, str) and arg not in bound:
+        if isinstance(arg, str) and arg not in bound and arg != NULL:
             raise IntakeError(
                 f"launch.args[{i}]",
                 f'"{arg}" is not bound: it is not a reference input, output or parameter, nor a [tensors] '

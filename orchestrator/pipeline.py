@@ -16,10 +16,10 @@ import z3
 from orchestrator.bindings import check_bindings
 from orchestrator.capture_cache import capture_cached
 from orchestrator.frontends import CompiledKernel, compile_kernel
-from orchestrator.manifest import IntakeError, Task, load_task
+from orchestrator.manifest import NULL, IntakeError, Task, load_task
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
-from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch, ScalarParam
+from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch, ScalarParam, null_allocation
 from semantics.ptx.parser import PtxSyntaxError, parse_ptx
 from semantics.ptx.state import Precision
 from semantics.torch.capture import RefGraph
@@ -120,6 +120,7 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0)
     check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
 
     args: list[object] = [buffers.get(a, scalars.get(a)) if isinstance(a, str) else a for a in task.launch.args]
+    _bind_nulls(task, args, buffers)
     for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
         buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
         args.append(buffers[extra.name])
@@ -177,6 +178,7 @@ def _safety_problem(task: Task, compiled: CompiledKernel, kernel: Kernel, files:
     check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
     args: list[object] = [buffers.get(a, scalars[a].symbol if a in scalars else None) if isinstance(a, str) else a
                           for a in task.launch.args]
+    _bind_nulls(task, args, buffers)
     for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
         buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
         args.append(buffers[extra.name])
@@ -187,6 +189,14 @@ def _safety_problem(task: Task, compiled: CompiledKernel, kernel: Kernel, files:
                    shared_symbols={str(s.symbol) for s in scalars.values()}, source_files=files,
                    language=task.kernel.language, precision=Precision(_reference_float_bits(buffers)),
                    safety_only=True)
+
+
+def _bind_nulls(task: Task, args: list[object], buffers: dict[str, Buffer]) -> None:
+    """Each `"null"` argument as the null pointer: a pointer into an allocation of no bytes (`null_allocation`)."""
+    for i, arg in enumerate(task.launch.args):
+        if arg == NULL:
+            null = null_allocation(i)
+            args[i] = buffers[null.name] = null
 
 
 def _reference_float_bits(buffers: dict[str, Buffer]) -> int:

@@ -93,7 +93,18 @@ def linearize(term: z3.ExprRef) -> Linear | None:
         return None if None in forms else _add(forms[0], forms[1])
     if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
         return _shift_right(linearize(args[0]), args[1].as_long()) or _high_part(term, args[0], args[1].as_long())
+    if kind in DIVISIONS and z3.is_bv_value(args[1]) and _power_of_two(args[1].as_long()):
+        # `tid / warpSize` (div.s32 by WARP_SZ): for a thread id, a shift; a guess the checker tests
+        bits = args[1].as_long().bit_length() - 1
+        return _shift_right(linearize(args[0]), bits) or _high_part(term, args[0], bits)
     return None
+
+
+DIVISIONS = frozenset({z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BSDIV, z3.Z3_OP_BSDIV_I})
+
+
+def _power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
 
 
 def _high_part(term: z3.ExprRef, inner: z3.ExprRef, bits: int) -> Linear | None:

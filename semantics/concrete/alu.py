@@ -15,10 +15,20 @@ import mpmath
 
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.errors import Unsupported
-from semantics.ptx.ast import Instr, Vec
+from semantics.ptx.ast import Instr, IntImm, Vec
 from semantics.ptx.types import ROUNDING_MODIFIERS, TYPES, PtxType, types_in
 
-from .operands import PRED, data_reader, float_reader, int_or_pointer, int_reader, pred_reader, reader, writer
+from .operands import (
+    PRED,
+    address_reader,
+    data_reader,
+    float_reader,
+    int_or_pointer,
+    int_reader,
+    pred_reader,
+    reader,
+    writer,
+)
 from .values import MPF, NAN, ONE, ZERO, Ptr, defined, mask, signed
 
 Step = Callable[[object], int]
@@ -366,7 +376,10 @@ def setp(p, ins: Instr, nxt: int) -> Step:
         if cmp not in INT_COMPARE:
             raise Unsupported(f"integer comparison `{cmp}`")
         itest, w, s = INT_COMPARE[cmp], ty.bits, ty.signed
-        ga, gb = int_reader(p.regs, a_op, ty), int_reader(p.regs, b_op, ty)
+        # `p == nullptr`: a pointer compares with an integer literal by its address
+        pointers = w == 64 and cmp in ("eq", "ne") and IntImm in (type(a_op), type(b_op))
+        ga, gb = (address_reader if pointers else int_reader)(p.regs, a_op, ty), \
+            (address_reader if pointers else int_reader)(p.regs, b_op, ty)
 
         def compare(r: dict) -> bool:
             return itest(ga(r), gb(r), w, s)

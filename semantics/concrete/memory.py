@@ -234,6 +234,11 @@ class Memory:
         b = sb.buffer
         if b.role == "opaque":
             raise Unsupported(f"an access through compiler-internal parameter `{b.name}`")
+        if b.role == "null":
+            self.violation(Violation(
+                "out_of_bounds", self.block, t.tid, line,
+                f"{kind} through the null pointer {b.name} ({width} bytes at byte offset {ptr.offset}, line {line})",
+                ptr.buffer, ptr.offset))
         if elem_bytes != b.elem_bytes:
             raise Unsupported(f"{elem_bytes}-byte elements accessed in `{b.name}` ({b.dtype})")
         self._bounds(t, ptr, width, b.numel * b.elem_bytes, b.elem_bytes, kind, line)

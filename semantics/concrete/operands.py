@@ -178,6 +178,19 @@ def elements(op) -> list:
     return list(op.elems) if isinstance(op, Vec) else [op]
 
 
+def address_reader(regs: Registers, op, ty: PtxType) -> Getter:
+    """A 64-bit operand of an equality test: an integer, or a pointer read as its address."""
+    as_int = int_reader(regs, op, ty)
+    if not isinstance(op, Reg):
+        return as_int
+    name = op.name
+
+    def get(r: dict) -> int:
+        v = r[name]
+        return v.address if type(v) is Ptr else as_int(r)
+    return get
+
+
 def int_or_pointer(regs: Registers, op, ty: PtxType, variables: dict[str, str]) -> Getter:
     """An integer operand of add/sub/mad that may hold a pointer (then returned as is, to be moved)."""
     if isinstance(op, Sym) and op.name in variables:

@@ -23,7 +23,7 @@ from semantics.ptx.types import TYPES
 
 from .memory import Access, Coord, Halt, Memory, SparseBuffer, Stopped, Violation
 from .program import EXIT, Program
-from .values import MPF, Ptr, mask, real
+from .values import ALLOCATION_BASE, MPF, Ptr, mask, real
 
 DEFAULT_MAX_STEPS = 50_000_000
 
@@ -96,7 +96,7 @@ def _param(param_type: str, arg: object, scalars: dict[str, object]) -> object:
     if isinstance(arg, SparseBuffer):
         arg = arg.buffer
     if isinstance(arg, Buffer):
-        return Ptr("global", arg.name, 0)
+        return Ptr("global", arg.name, 0, 0 if arg.role == "null" else ALLOCATION_BASE)
     if isinstance(arg, z3.ExprRef):
         if str(arg) not in scalars:
             raise Unsupported(f"scalar input `{arg}` has no concrete value")

@@ -8,7 +8,8 @@ A register holds one of
   raises `Unsupported` (the run cannot say what the kernel does);
 * a `bool`: a predicate;
 * a `Ptr`: `offset` bytes into one buffer, as the symbolic model keeps provenance, so every access is
-  checked against the allocation its address came from.
+  checked against the allocation its address came from. The null pointer (a `"null"` argument) points
+  into an allocation of no bytes at address 0: comparing it with 0 is true, any access is out of bounds.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ NAN = mpmath.mpf("nan")
 ZERO = mpmath.mpf(0)
 ONE = mpmath.mpf(1)
 MASK64 = (1 << 64) - 1
+ALLOCATION_BASE = 1 << 40   # every bound allocation's address (only comparisons with integers see it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +39,18 @@ class Ptr:
     space: str
     buffer: str
     offset: int
+    base: int = ALLOCATION_BASE    # where the allocation sits: 0 for what the null pointer points into
 
     def moved(self, delta: int) -> Ptr:
         offset = self.offset + delta
         if not -(1 << 63) <= offset < 1 << 63:
             offset = signed(offset & MASK64, 64)
-        return Ptr(self.space, self.buffer, offset)
+        return Ptr(self.space, self.buffer, offset, self.base)
+
+    @property
+    def address(self) -> int:
+        """The 64-bit address: what a comparison of the pointer with an integer (`p != nullptr`) sees."""
+        return (self.base + self.offset) & MASK64
 
 
 class Undefined:

@@ -71,6 +71,9 @@ def _finding(access: Access, buffer: Buffer, model: dict) -> Finding:
     where = f"line {access.line}"
     msg = (f"{access.kind} of {buffer.name}[{index}] ({access.width} bytes at byte offset {signed}) is "
            f"{problem}: {buffer.name} has {elements} elements of {unit} bytes ({where})")
+    if buffer.role == "null":
+        msg = (f"{access.kind} through the null pointer {buffer.name} ({access.width} bytes at byte offset "
+               f"{signed}, {where})")
     witness = {**shaped_thread(model), "buffer": buffer.name, "element_index": index, "byte_offset": signed,
                "access": access.kind, "bytes": access.width, "buffer_elements": elements, "element_bytes": unit,
                "line": access.line}

@@ -24,6 +24,7 @@ import z3
 
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, max_over, min_over, prod_over, sum_over
+from semantics.ptx import neginf
 from semantics.ptx.machine import simplify
 from semantics.terms import mentions
 
@@ -87,10 +88,13 @@ def classify(header: z3.ArithRef, next_value: z3.ArithRef) -> Accumulator | None
 
 
 def at_iteration(acc: Accumulator, start: z3.ArithRef, count: z3.BitVecRef, step_at: z3.ArithRef,
-                 k: z3.BitVecRef, bound_var: z3.BitVecRef) -> z3.ArithRef:
+                 k: z3.BitVecRef, bound_var: z3.BitVecRef, ran: bool = False) -> z3.ArithRef:
     """The register's value after `count` iterations: start ⊕ T(0) ⊕ … ⊕ T(count-1). `step_at` is T with
-    the header symbols replaced by their values at iteration k; the comprehension binds `bound_var`."""
+    the header symbols replaced by their values at iteration k; the comprehension binds `bound_var`. `ran`:
+    the iterations counted include the one just executed (count ≥ 1: a path leaving after the body)."""
     body = z3.substitute(step_at, (k, bound_var))
+    if acc.kind == "max" and neginf.mentions_neg_inf(start):
+        return _max_from_neg_inf(start, count, bound_var, body, ran)
     if acc.kind == "sum":
         return start + sum_over(0, count, bound_var, body)
     if acc.kind == "prod":
@@ -98,6 +102,40 @@ def at_iteration(acc: Accumulator, start: z3.ArithRef, count: z3.BitVecRef, step
     if acc.kind == "max":
         return max_over(start, 0, count, bound_var, body)
     return min_over(start, 0, count, bound_var, body)
+
+
+def _max_from_neg_inf(start: z3.ArithRef, count: z3.BitVecRef, j: z3.BitVecRef, body: z3.ArithRef,
+                      ran: bool) -> z3.ArithRef:
+    """A running max entered at -inf where c fails (start = If(c, v, -inf), or the bare marker: c false), e.g.
+    CUDA's `float m = -INFINITY;`. On the extended reals max(-inf, x) = x, so after `count` iterations
+    (c ∨ count ≠ 0): If(c, MaxFrom(v, 0, count, T), MaxFrom(T(0), 1, count, T)), the first iteration's term
+    taking -inf's place; otherwise it is still -inf, which stays the marker (`neginf.join`). The marker is
+    thus never inside a comprehension."""
+    c, v = neginf.split(start, "a running max's start")
+    first = z3.substitute(body, (j, z3.BitVecVal(0, j.size())))
+    peeled = max_over(first, 1, count, j, body)
+    value = peeled if z3.is_false(c) else z3.If(c, max_over(v, 0, count, j, body), peeled)
+    return value if ran else neginf.join(z3.Or(c, count != 0), value)
+
+
+def replay_max(acc: Accumulator, start: z3.ArithRef, where: str) -> z3.ArithRef:
+    """One iteration of a max accumulator from a `start` that may hold the -inf marker, combined node by node
+    as `max.f32` combines them (`neginf.binary` where an operand holds the marker): what a path leaving after
+    the body holds, for `symexec` to recognise it."""
+    def replay(term: z3.ExprRef) -> z3.ExprRef:
+        if z3.eq(term, acc.header):
+            return start
+        if not is_extremum_node(term, True) or not mentions(term, acc.header):
+            return term
+        a, b = replay(term.arg(1)), replay(term.arg(2))
+        if neginf.mentions_neg_inf(a) or neginf.mentions_neg_inf(b):
+            return neginf.binary("max", a, b, _real_max, where)
+        return _real_max(a, b)
+    return replay(acc.next_value)
+
+
+def _real_max(a: z3.ArithRef, b: z3.ArithRef) -> z3.ArithRef:
+    return z3.If(a >= b, a, b)   # as `instructions.real_max` builds it
 
 
 __all__ = ["Accumulator", "classify", "at_iteration", "SUM", "PROD", "MAX_FROM", "MIN_FROM"]

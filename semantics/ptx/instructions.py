@@ -19,9 +19,9 @@ import z3
 from semantics.axioms import ideal
 from semantics.errors import Unsupported
 from semantics.ptx import neginf
-from semantics.ptx.ast import Instr
+from semantics.ptx.ast import Instr, IntImm
 from semantics.ptx.floats import f32
-from semantics.ptx.machine import Pointer
+from semantics.ptx.machine import Pointer, address_is_zero
 from semantics.ptx.types import ROUNDING_MODIFIERS, PtxType, types_in
 
 if TYPE_CHECKING:
@@ -305,7 +305,9 @@ def _setp(ex: ThreadState, ins: Instr) -> None:
     extra = {f".{cmp}", ".and", ".or", ".xor"}
     check_modifiers(ins, frozenset(extra))
     dst, a_op, b_op, *rest = ins.operands
-    if ty.is_float:
+    if ex.is_pointer(a_op, b_op):
+        result = _null_test(ex, ins, cmp, a_op, b_op)
+    elif ty.is_float:
         if cmp not in FLOAT_COMPARE:
             raise Unsupported(f"float comparison `{cmp}`", f"line {ins.line}")
         result = FLOAT_COMPARE[cmp](ex.read(a_op, ty), ex.read(b_op, ty))
@@ -320,6 +322,17 @@ def _setp(ex: ThreadState, ins: Instr) -> None:
         fn = {"and": z3.And, "or": z3.Or, "xor": z3.Xor}[combine]
         result, negated = fn(result, c), fn(negated, c)
     ex.write_pair(dst, result, negated)
+
+
+def _null_test(ex: ThreadState, ins: Instr, cmp: str, a_op, b_op) -> z3.BoolRef:
+    """`setp.eq|ne p, ptr, 0` (`ptr == nullptr`): a pointer compares with the literal 0 only, by the machine
+    model's `address_is_zero`."""
+    ptr_op, zero = (a_op, b_op) if ex.is_pointer(a_op) else (b_op, a_op)
+    if cmp not in ("eq", "ne") or not isinstance(zero, IntImm) or zero.value != 0:
+        raise Unsupported(f"a pointer comparison other than `== 0` / `!= 0` (`setp.{cmp}`)", f"line {ins.line}")
+    ptr = ex.read_raw(ptr_op)
+    is_zero = address_is_zero(ptr, ex.ctx.buffers[ptr.buffer])
+    return is_zero if cmp == "eq" else z3.Not(is_zero)
 
 
 def _selp(ex: ThreadState, ins: Instr) -> None:

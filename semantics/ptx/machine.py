@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import z3
 
+from semantics.errors import Unsupported
+
 AXES = ("x", "y", "z")
 
 
@@ -84,6 +86,10 @@ class Thread:
         return z3.And(self.same_block(other), *[a == b for a, b in zip(self.tid, other.tid, strict=True)])
 
 
+# Named constants PTX reads like registers but writes without `%`: nvcc's `warpSize` is `mov.u32 %r, WARP_SZ;`.
+CONSTANT_SYMBOLS: dict[str, int] = {"WARP_SZ": 32}
+
+
 def special_registers(thread: Thread, launch: Launch) -> dict[str, z3.BitVecRef]:
     """Values of the special registers a kernel may read, as 32-bit vectors."""
     regs: dict[str, z3.BitVecRef] = {}
@@ -103,7 +109,8 @@ class Buffer:
 
     `role` is 'input' (a reference input or parameter: universally quantified contents), 'output'
     (must hold a reference output at exit), 'scratch' (a `[tensors]` buffer), 'shared' (a block's
-    shared-memory array: one per block, elements of any width) or 'opaque' (compiler-internal). `init`
+    shared-memory array: one per block, elements of any width), 'opaque' (compiler-internal) or 'null'
+    (the null pointer a `"null"` argument passes: `null_allocation`). `init`
     is the precondition on initial contents: None (arbitrary), 'zeros' or 'ones'. An `unbounded` buffer
     (safety-only tasks) has no known size: the caller guarantees its bounds, so memory safety skips it."""
 
@@ -129,6 +136,13 @@ class Buffer:
         return z3.Function(f"{self.name}", z3.BitVecSort(64), value_sort)
 
 
+def null_allocation(position: int) -> Buffer:
+    """What the null pointer passed as kernel argument `position` points into: an allocation of no bytes, so
+    every access through it is out of bounds (a memory-safety finding), whatever its width. Its address is
+    its offset (`address_is_zero`)."""
+    return Buffer(f"null_arg{position}", "uint8", 0, 1, "null")
+
+
 @dataclass(frozen=True)
 class Pointer:
     """An address with provenance: `offset` bytes into `buffer` in state space `space`.
@@ -146,6 +160,18 @@ class Pointer:
         if delta.size() < 64:
             delta = z3.SignExt(64 - delta.size(), delta)
         return Pointer(self.space, self.buffer, simplify(self.offset + delta))
+
+
+def address_is_zero(pointer: Pointer, buffer: Buffer) -> z3.BoolRef:
+    """Whether a global pointer's address is 0, the machine model's one pointer comparison (`p != nullptr`).
+    A null pointer's address is its offset. A pointer to a bound allocation, unmoved, is never 0 (an
+    allocation never sits at address 0); a moved one is not modelled, as it could only be 0 by wrapping."""
+    if buffer.role == "null":
+        return pointer.offset == 0
+    if pointer.space != "global" or not z3.is_bv_value(pointer.offset) or pointer.offset.as_long() != 0:
+        raise Unsupported(f"a comparison of a pointer into {buffer.name} with 0 (only an unmoved global pointer's "
+                          f"is modelled)")
+    return z3.BoolVal(False)
 
 
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int8": 1, "uint8": 1, "int16": 2,

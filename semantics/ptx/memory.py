@@ -109,7 +109,7 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     buffer = state.ctx.buffers[ptr.buffer]
     if buffer.role == "opaque":
         raise Unsupported(f"an access through compiler-internal parameter `{buffer.name}`", f"line {ins.line}")
-    if buffer.role != "shared" and elem_bytes != buffer.elem_bytes:
+    if buffer.role not in ("shared", "null") and elem_bytes != buffer.elem_bytes:
         raise Unsupported(f"{elem_bytes}-byte elements accessed in `{buffer.name}` ({buffer.dtype})",
                           f"line {ins.line}")
     if state.recording:
@@ -138,6 +138,8 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
     """What a load sees. Before any barrier, a race-free thread sees the buffer's initial contents or its
     own stores; after one, other threads of the block may have written the element, and their values
     are not modelled here (an opaque value makes dependent properties unknown)."""
+    if buffer.role == "null":   # out of bounds (memory_safety reports it): the value is none of the model's
+        return state.opaque(z3.Const("v", sort), f"a load through the null pointer (line {ins.line})")
     if buffer.role not in ("input", "shared") and state.entered_loop:
         raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
     if buffer.role == "input":

@@ -15,7 +15,7 @@ from semantics.errors import Unsupported
 from semantics.ptx import neginf
 from semantics.ptx.ast import Addr, FloatImm, Instr, IntImm, Reg, Sym, Vec
 from semantics.ptx.floats import real_of_bits
-from semantics.ptx.machine import Buffer, Launch, Pointer, Thread
+from semantics.ptx.machine import CONSTANT_SYMBOLS, Buffer, Launch, Pointer, Thread
 from semantics.ptx.types import PtxType
 
 Value = z3.ExprRef | Pointer
@@ -250,6 +250,8 @@ class ThreadState:
             if ty.is_float:
                 return real_of_bits(op.bits, op.width)
             return z3.BitVecVal(op.bits, ty.bits)
+        if isinstance(op, Sym) and op.name in CONSTANT_SYMBOLS:
+            return _int_immediate(CONSTANT_SYMBOLS[op.name], ty)
         if isinstance(op, Reg) and op.name not in self.regs and op.name not in self.ctx.special:
             return self.undefined_value(op.name, ty)
         return coerce(self.read_raw(op), ty)

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
-from semantics.ptx import loop_phases
-from semantics.ptx.accumulators import Accumulator, at_iteration, classify
+from semantics.ptx import loop_phases, unroll
+from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
@@ -112,8 +112,12 @@ class Executor:
     def _explore(self, state: ThreadState, pc: int, stop: tuple | None, on_back_edge) -> list:
         """Run paths from pc. Inside a loop body (`stop` = (header, latch)), a taken back edge calls
         `on_back_edge(state)`; a path leaving the body is returned as (pc, state) for the caller."""
+        return self.explore_from([(pc, state)], stop, on_back_edge)
+
+    def explore_from(self, starts: list, stop: tuple | None, on_back_edge) -> list:
+        """`_explore` from several (pc, state) pairs at once: states meeting at one instruction are joined."""
         work = Worklist()
-        work.append((pc, state))
+        work.extend(starts)
         leaving = []
         while work:
             pc, st = work.pop()
@@ -229,8 +233,13 @@ class Executor:
         where = f"loop at line {self.body[header].line}"
         self._check_single_entry(header, latch, where)
         written = self._written_registers(header, latch)
-        steps, accumulators, induction_syms, per_iteration, iteration = self._induction_steps(st, header, latch,
-                                                                                              written, where)
+        try:
+            steps, accumulators, induction_syms, per_iteration, iteration = self._induction_steps(
+                st, header, latch, written, where)
+        except unroll.NotInduction as exc:
+            if unroll.constant_start(st, exc.registers):   # a tree loop halving a constant: run it out
+                return unroll.run(self, st, header, latch, where)
+            raise
         # numbered per execution, so obligation texts (cache keys, certificates) do not depend on what the
         # process ran before
         k = z3.BitVec(f"k{len(self.loops)}.{self.body[header].name}", 64)
@@ -364,12 +373,15 @@ class Executor:
         iterations. Any other value is opaque."""
         for r, (acc, step_k, j) in summaries.items():
             start = at_iteration(acc, entry.regs[r], k, step_k, k, j)
-            one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
+            if acc.kind == "max" and s.ctx.marks(start):   # a running max from -inf: combined as max.f32 does
+                one_more = z3.substitute(replay_max(acc, start, where), *at_k)
+            else:
+                one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
             value = s.regs.get(r)
             if value is None or z3.eq(simplify(value), simplify(start)):
                 continue
             if z3.eq(simplify(value), simplify(one_more)):
-                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j)
+                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True)
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
 
@@ -419,9 +431,9 @@ class Executor:
                 if not any(z3.is_app(h) and mentions(deltas[0], h) for h in [*header_syms, iteration]):
                     steps[r] = deltas[0]
         carried = sorted(r for r in written if r not in steps and self._live_at_header(r, header, latch))
-        for r in carried:
-            if not z3.is_real(symbols.get(r, z3.BoolVal(True))):
-                raise Unsupported(f"a loop-carried value in {r} that is not an induction variable", where)
+        not_induction = [r for r in carried if not z3.is_real(symbols.get(r, z3.BoolVal(True)))]
+        if not_induction:
+            raise unroll.NotInduction(not_induction, where)
         induction_syms = {str(_symbol_of(symbols[r])) for r in steps}
         accumulators = {}
         for r in carried:

@@ -1,0 +1,43 @@
+"""Kernels as libraries write them (issue 16): the verification time of each item's examples — optional
+pointers, WARP_SZ block reductions, halving tree loops, running max from -INFINITY — correct kernel and
+buggy twin. Prints figures; asserts nothing."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from orchestrator.job import run_verify
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ITEMS = {
+    "optional pointers (item 1)": ["lib_optional_null", "lib_optional_bound", "lib_optional_missing_null_check"],
+    "warpSize / WARP_SZ (item 5)": ["lib_warpsize_block_sum", "lib_warpsize_leader_slot_race"],
+    "halving tree loops (item 4)": ["lib_tree_halving_blockdim", "lib_tree_halving_short"],
+    "running max from -INFINITY (item 2)": ["lib_running_max_neginf"],
+}
+
+
+def timed(case: str, runs: int) -> tuple[float, str]:
+    best, verdict = float("inf"), ""
+    for _ in range(runs):
+        start = time.perf_counter()
+        verdict = run_verify(EXAMPLES / case / "lark.toml", 600.0).verdict
+        best = min(best, time.perf_counter() - start)
+    return best, verdict
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=1)
+    args = parser.parse_args()
+    for item, cases in ITEMS.items():
+        print(item, flush=True)
+        for case in cases:
+            seconds, verdict = timed(case, args.runs)
+            print(f"  {case:36} {seconds:8.2f} s  ({verdict})", flush=True)
+
+
+if __name__ == "__main__":
+    main()
