@@ -1,0 +1,53 @@
+"""Which mutants really differ from their example: the one function `decide`.
+
+A mutant counts only when it is shown to compute something else. Three stages, cheapest first:
+1. it must compile and parse (a mutant that does not is `not_compiled`, out of every count);
+2. PTX equal to the original's, debug lines aside, is `same` (the compiler saw through the edit);
+3. the concrete PTX interpreter (`semantics.concrete`, written apart from the symbolic executor) runs the
+   original and the mutant on the same concrete inputs, on the first and last block of the grid; the
+   mutant `differs` when an output element gets another value (or is written by one and not the other), or
+   when the mutant alone has a finding (out of bounds, race, barrier divergence, uninitialised read).
+Anything the interpreter cannot settle (an instruction it lacks, a step budget spent, a float difference
+small enough to be rounding) is `undecided`, never `differs`.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from bench.mutation import concrete_run
+from bench.mutation.decision import Decision
+from orchestrator.manifest import IntakeError
+from orchestrator.pipeline import Prepared, prepare
+from semantics.errors import Unsupported
+from semantics.torch.capture import ReferenceError as ReferenceCaptureError
+
+DEBUG_LINE = re.compile(r"^\s*(\.loc|\.file|//|\$L__(tmp|func)\w*:)")
+
+
+def code_lines(ptx: str) -> list[str]:
+    """The PTX without its debug lines and trailing comments: what the machine runs."""
+    return [line.split("//")[0].rstrip() for line in ptx.splitlines() if line.strip() and not DEBUG_LINE.match(line)]
+
+
+def prepare_mutant(manifest: Path) -> Prepared | Decision:
+    try:
+        return prepare(manifest)
+    except (IntakeError, ReferenceCaptureError) as exc:
+        return Decision("not_compiled", str(exc).splitlines()[0][:200])
+    except Unsupported as exc:
+        return Decision("undecided", f"unsupported: {exc}")
+
+
+def decide(original: Prepared, manifest: Path, baseline: concrete_run.Outcome | None = None) -> Decision:
+    """Does the mutant at `manifest` compute something other than `original` does? `baseline` is the
+    original's concrete outcome when the caller already has it (it is the same for every mutant)."""
+    mutant = prepare_mutant(manifest)
+    if isinstance(mutant, Decision):
+        return mutant
+    if code_lines(mutant.compiled.ptx) == code_lines(original.compiled.ptx):
+        return Decision("same", "the same PTX")
+    if baseline is None:
+        baseline = concrete_run.outcome(original.problem)
+    return concrete_run.compare(baseline, concrete_run.outcome(mutant.problem))
