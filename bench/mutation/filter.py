@@ -3,6 +3,9 @@
 A mutant counts only when it is shown to compute something else. Three stages, cheapest first:
 1. it must compile and parse (a mutant that does not is `not_compiled`, out of every count);
 2. PTX equal to the original's, debug lines aside, is `same` (the compiler saw through the edit);
+   PTX with a narrowing float conversion (f32 to f16, bf16, tf32, fp8) the original lacks `differs` by
+   contract: DESIGN §3 makes such a kernel `unknown` unless --allow-narrowing, while the reals (and so the
+   interpreter) read the conversion as the identity;
 3. the concrete PTX interpreter (`semantics.concrete`, written apart from the symbolic executor) runs the
    original and the mutant on the same concrete inputs, on the first and last block of the grid; the
    mutant `differs` when an output element gets another value (or is written by one and not the other), or
@@ -24,11 +27,16 @@ from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
 
 DEBUG_LINE = re.compile(r"^\s*(\.loc|\.file|//|\$L__(tmp|func)\w*:)")
+NARROWING = re.compile(r"\bcvt(?:\.\w+)*\.(f16|bf16|tf32|e4m3x2|e5m2x2|f16x2|bf16x2)\.f32\b")
 
 
 def code_lines(ptx: str) -> list[str]:
     """The PTX without its debug lines and trailing comments: what the machine runs."""
     return [line.split("//")[0].rstrip() for line in ptx.splitlines() if line.strip() and not DEBUG_LINE.match(line)]
+
+
+def narrowings(ptx: str) -> int:
+    return len(NARROWING.findall(ptx))
 
 
 def prepare_mutant(manifest: Path) -> Prepared | Decision:
@@ -48,6 +56,9 @@ def decide(original: Prepared, manifest: Path, baseline: concrete_run.Outcome | 
         return mutant
     if code_lines(mutant.compiled.ptx) == code_lines(original.compiled.ptx):
         return Decision("same", "the same PTX")
+    if narrowings(mutant.compiled.ptx) > narrowings(original.compiled.ptx):
+        return Decision("differs", "a narrowing float conversion the original lacks (DESIGN §3: unknown unless "
+                                   "--allow-narrowing)")
     if baseline is None:
         baseline = concrete_run.outcome(original.problem)
     return concrete_run.compare(baseline, concrete_run.outcome(mutant.problem))
