@@ -15,9 +15,10 @@ import argparse
 import json
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from itertools import zip_longest
 from pathlib import Path
 
@@ -73,23 +74,25 @@ def verify_later(mutant: Mutant, timeout_s: float, earlier: dict[tuple[str, str]
 
 def run(mutants: list[Mutant], jobs: int, timeout_s: float, verify_undecided: bool, log,
         earlier: dict[tuple[str, str], dict]) -> list[dict]:
-    """Decide every mutant (in this process) and verify the kept ones (in `jobs` processes at once)."""
+    """Decide every mutant (in this process) and verify the kept ones (in `jobs` processes at once); each
+    row is logged as soon as it is complete."""
     originals, rows = Originals(), []
-    pending: list[tuple[dict, Future]] = []
+
+    def verified(row: dict, result: dict) -> None:
+        row.update(verdict=result["verdict"], reason=result.get("reason"),
+                   properties=result.get("properties"), wall_s=(result.get("stats") or {}).get("wall_seconds"))
+        log(row)
+
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for mutant in mutants:
             decision = originals.decide(mutant)
             row = {**mutant.to_json(), "decision": decision.kind, "decision_reason": decision.reason}
             rows.append(row)
             if decision.kind == "differs" or (verify_undecided and decision.kind == "undecided"):
-                pending.append((row, pool.submit(verify_later, mutant, timeout_s, earlier)))
+                future = pool.submit(verify_later, mutant, timeout_s, earlier)
+                future.add_done_callback(lambda f, row=row: verified(row, f.result()))
             else:
                 log(row)
-        for row, future in pending:
-            result = future.result()
-            row.update(verdict=result["verdict"], reason=result.get("reason"),
-                       properties=result.get("properties"), wall_s=result.get("stats", {}).get("wall_seconds"))
-            log(row)
     return rows
 
 
@@ -133,7 +136,13 @@ def main() -> None:
     earlier = earlier_verdicts(args.reuse)
     results = args.results.open("w") if args.results else None
 
+    lock = threading.Lock()
+
     def log(row: dict) -> None:
+        with lock:
+            write(row)
+
+    def write(row: dict) -> None:
         verdict = row.get("verdict", "-")
         print(f"{row['name']:60} {row['decision']:12} {verdict:9} {row['decision_reason'][:70]}", flush=True)
         if results:

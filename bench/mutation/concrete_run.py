@@ -10,43 +10,51 @@ element by element.
 from __future__ import annotations
 
 import hashlib
-import math
 import struct
 from dataclasses import dataclass, field
 
+import mpmath
 import z3
 
 from bench.mutation.decision import Decision
+from semantics.errors import Unsupported
 from semantics.ptx.machine import Buffer
 from semantics.verdict import Problem
 
-MAX_STEPS = 2_000_000
-FLOAT_TOLERANCE = 1e-6   # relative: a smaller difference may be f32 rounding, so it decides nothing
+MAX_STEPS = 400_000     # ~20 s of the interpreter on a loaded machine; more is `undecided`
+REAL_TOLERANCE = mpmath.mpf("1e-30")   # the interpreter's reals carry 50 digits; below this is evaluation noise
 SCALAR_FLOAT = 0.75
-
-
-class NoInterpreter(Exception):
-    """The concrete interpreter (semantics.concrete) is not there or cannot run this kernel."""
+SCALAR_INT = 3
 
 
 @dataclass
 class Outcome:
     """What the blocks did: each output buffer's written elements, and the findings (property, message)."""
 
-    writes: dict[str, dict[int, float | int]] = field(default_factory=dict)
+    writes: dict[str, dict[int, object]] = field(default_factory=dict)
     findings: list[tuple[str, str]] = field(default_factory=list)
     undecided: str | None = None     # why this run settles nothing (steps spent, an unsupported instruction)
 
 
 def input_value(buffer: Buffer, index: int) -> float | int:
     """The fixed pseudo-random initial value of element `index` of `buffer`."""
+    if buffer.init in ("zeros", "ones"):
+        value = 0 if buffer.init == "zeros" else 1
+        return float(value) if buffer.is_float else value
     digest = hashlib.blake2b(f"{buffer.name}:{index}".encode(), digest_size=8).digest()
     unit = struct.unpack("<Q", digest)[0] / 2**64
-    if buffer.init == "zeros":
-        return 0.0 if buffer.is_float else 0
-    if buffer.init == "ones":
-        return 1.0 if buffer.is_float else 1
     return 4.0 * unit - 2.0 if buffer.is_float else int(unit * 16)
+
+
+def seeded(buffer: Buffer):
+    """A sparse buffer whose every element reads its `input_value` (computed when a thread reads it)."""
+    from semantics.concrete import SparseBuffer
+
+    class Seeded(SparseBuffer):
+        def initial(self, index: int) -> object:
+            return self._element(input_value(self.buffer, index))
+
+    return Seeded(buffer)
 
 
 def blocks_to_run(problem: Problem) -> list[tuple[int, int, int]]:
@@ -54,40 +62,61 @@ def blocks_to_run(problem: Problem) -> list[tuple[int, int, int]]:
     return [(0, 0, 0)] if last == (0, 0, 0) else [(0, 0, 0), last]
 
 
-def concrete_args(problem: Problem) -> list[object]:
-    """The kernel's arguments with every symbolic scalar input given its fixed value."""
-    def value(arg: object) -> object:
-        if isinstance(arg, z3.ExprRef):
-            return SCALAR_FLOAT if z3.is_real(arg) else 3
-        return arg
-    return [value(a) for a in problem.args]
+def sample_threads(problem: Problem) -> list[tuple[int, int, int]]:
+    """The first, a middle and the last thread of a block (enough to see an index or a guard go wrong)."""
+    bx, by, bz = problem.launch.block
+    n = bx * by * bz
+    return [(i % bx, i // bx % by, i // (bx * by)) for i in sorted({0, n // 2 + 1, n - 1} & set(range(n)))]
+
+
+def scalar_values(problem: Problem) -> dict[str, object]:
+    """A fixed value for every symbolic scalar input among the kernel's arguments."""
+    return {str(a): SCALAR_FLOAT if z3.is_real(a) else SCALAR_INT for a in problem.args if isinstance(a, z3.ExprRef)}
+
+
+def _run(problem: Problem, threads: list | None):
+    from semantics.concrete import Violation, run_blocks
+    buffers = {name: seeded(b) for name, b in problem.buffers.items()}
+    return run_blocks(problem.kernel, problem.launch, problem.args, buffers, blocks_to_run(problem),
+                      threads=threads, max_steps=MAX_STEPS, scalars=scalar_values(problem), record=False,
+                      stop=lambda event: isinstance(event, Violation))   # one violation is enough to know
 
 
 def outcome(problem: Problem) -> Outcome:
-    """Run the chosen blocks of `problem` concretely."""
+    """Run the chosen blocks of `problem` concretely: a sample of threads when they cannot interact (the
+    interpreter refuses a sample otherwise), every thread when they can."""
     try:
-        from semantics.concrete import run_blocks  # the interpreter arrives on its own branch
+        from semantics.concrete import run_blocks  # noqa: F401 - the interpreter arrives on its own branch
     except ImportError:
         return Outcome(undecided="no concrete interpreter (semantics.concrete) to run the kernel")
     try:
-        run = run_blocks(problem.kernel, problem.launch, concrete_args(problem), problem.buffers,
-                         blocks_to_run(problem), max_steps=MAX_STEPS, inputs=input_value)
+        try:
+            run = _run(problem, sample_threads(problem))
+        except Unsupported as exc:
+            if "interact" not in str(exc):
+                raise
+            run = _run(problem, None)
     except Exception as exc:  # noqa: BLE001 - whatever the interpreter cannot do decides nothing
-        return Outcome(undecided=f"the interpreter stopped: {type(exc).__name__}: {exc}")
+        return Outcome(undecided=f"the interpreter stopped: {type(exc).__name__}: {exc}"[:300])
     outputs = [name for name, b in problem.buffers.items() if b.role == "output"]
-    return Outcome({name: dict(run.writes.get(name, {})) for name in outputs},
-                   [(f.property, f.message) for f in run.findings])
+    return Outcome({name: dict(run.written.get(name, {})) for name in outputs},
+                   [(v.kind, v.detail) for v in run.violations])
 
 
-def _close(a: float | int, b: float | int) -> bool | None:
-    """True when equal, False when clearly different, None when only rounding could tell them apart."""
-    if a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)):
+def _close(a: object, b: object) -> bool | None:
+    """True when equal, False when clearly different, None when only evaluation noise could tell them apart.
+    Integers are bit patterns, floats reals (mpf); a nan is an undefined real, which settles nothing."""
+    if type(a) is int and type(b) is int:
+        return a == b
+    if type(a) is int or type(b) is int:
+        return False
+    if mpmath.isnan(a) or mpmath.isnan(b):
+        return None
+    if a == b:
         return True
-    if isinstance(a, int) and isinstance(b, int):
+    if mpmath.isinf(a) or mpmath.isinf(b):
         return False
-    if math.isinf(a) or math.isinf(b) or math.isnan(a) or math.isnan(b):
-        return False
-    return None if abs(a - b) <= FLOAT_TOLERANCE * max(1.0, abs(a), abs(b)) else False
+    return None if abs(a - b) <= REAL_TOLERANCE * max(1, abs(a), abs(b)) else False
 
 
 def compare(original: Outcome, mutant: Outcome) -> Decision:

@@ -61,4 +61,6 @@ def decide(original: Prepared, manifest: Path, baseline: concrete_run.Outcome | 
                                    "--allow-narrowing)")
     if baseline is None:
         baseline = concrete_run.outcome(original.problem)
+    if baseline.undecided or baseline.findings:   # nothing to compare with: the mutant's run would be wasted
+        return concrete_run.compare(baseline, baseline)
     return concrete_run.compare(baseline, concrete_run.outcome(mutant.problem))
