@@ -106,7 +106,7 @@ SUBSCRIPT = re.compile(r"(?<=[\w\]])\s*\[")
 IF_OR_TERNARY = re.compile(r"\bif\s*\(|\((?=[^()]*\)\s*\?)")
 INDEX_DECL = re.compile(r"\b(?:int|long long|unsigned)\s+\w+\s*=\s*([^;,]+)[;,]")
 ATOMIC = re.compile(r"\batomic(Add|Max|Min)\s*\(")
-ASSIGNMENT = re.compile(r"(?<![=!<>+\-*/])(\+=|\*=|=)(?!=)\s*([^;]+);")
+ASSIGNMENT = re.compile(r"(?<![=!<>+\-*/])(\+=|\*=|=)(?!=)\s*([^;{}\n]+);")
 PLAIN_ATOMIC = {"Add": "(*({p}) += ({v}))", "Max": "(*({p}) = fmaxf(*({p}), ({v})))",
                 "Min": "(*({p}) = fminf(*({p}), ({v})))"}
 
@@ -160,7 +160,8 @@ def cuda_half_round_trip(src: Source) -> Iterator[Edit]:
         target = src.text[line_start:m.start()]
         value = m.group(2)
         floaty = "[" in target or "float" in target or "[" in value or re.search(r"\d\.\d*f|expf|fmaxf", value)
-        if floaty and not re.search(r"\b(int|long|for)\b", target) and "float4" not in target:
+        pointer = "*" in target.split("[")[0]
+        if floaty and not pointer and not re.search(r"\b(int|long|for)\b", target) and "float4" not in target:
             yield Edit(*m.span(2), f"__half2float(__float2half({value}))", HALF_HEADER)
 
 
