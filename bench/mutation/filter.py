@@ -8,10 +8,11 @@ A mutant counts only when it is shown to compute something else. Three stages, c
    interpreter) read the conversion as the identity;
 3. the concrete PTX interpreter (`semantics.concrete`, written apart from the symbolic executor) runs the
    original and the mutant on the same concrete inputs, on the first and last block of the grid; the
-   mutant `differs` when an output element gets another value (or is written by one and not the other), or
-   when the mutant alone has a finding (out of bounds, race, barrier divergence, uninitialised read).
+   mutant `differs` when an output element both runs wrote gets another value, or when the mutant has a
+   finding (out of bounds, race, barrier divergence, an undefined register or shared read).
 Anything the interpreter cannot settle (an instruction it lacks, a step budget spent, a float difference
-small enough to be rounding) is `undecided`, never `differs`.
+small enough to be noise, elements written by one run only: the threads and blocks left out may write
+them) is `undecided`, never `differs`.
 """
 
 from __future__ import annotations
