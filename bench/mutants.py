@@ -31,6 +31,7 @@ from bench.mutation.verdicts import lark_verify
 from orchestrator.pipeline import Prepared, prepare
 
 VERDICTS = ("refuted", "unknown", "error", "verified")
+NARROWING_REASON = "a narrowing"
 
 
 def interleaved(mutants: list[Mutant]) -> list[Mutant]:
@@ -101,13 +102,17 @@ def summary(rows: list[dict]) -> tuple[str, list[dict]]:
     kept = [r for r in rows if r["decision"] == "differs"]
     verdicts = Counter(r.get("verdict") for r in kept)
     wrong = [r for r in kept if r.get("verdict") == "verified"]
+    by_contract = [r for r in kept if r["decision_reason"].startswith(NARROWING_REASON)]
     lines = [f"generated          {len(rows)}",
              f"not compiled       {decisions['not_compiled']}",
              f"same (equivalent)  {decisions['same']}",
              f"undecided          {decisions['undecided']}",
-             f"kept (differ)      {len(kept)}"]
+             f"kept (differ)      {len(kept)}  ({len(kept) - len(by_contract)} shown by the interpreter, "
+             f"{len(by_contract)} narrowing by contract)"]
     lines += [f"  {v:16} {verdicts[v]}" for v in VERDICTS[:-1]]
-    lines.append(f"  wrongly verified {len(wrong)}")
+    wrong_contract = sum(r in by_contract for r in wrong)
+    lines.append(f"  wrongly verified {len(wrong)}  ({len(wrong) - wrong_contract} shown by the interpreter, "
+                 f"{wrong_contract} narrowing)")
     by_operator = Counter((r["operator"], r.get("verdict")) for r in kept)
     lines.append("kept by operator: " + ", ".join(
         f"{op} {sum(n for (o, _), n in by_operator.items() if o == op)}"
