@@ -52,7 +52,7 @@ class Originals:
     def decide(self, mutant: Mutant) -> Decision:
         if mutant.example not in self.prepared:
             self.prepared[mutant.example] = prepare(EXAMPLES / mutant.example / "lark.toml")
-            self.outcomes[mutant.example] = outcome(self.prepared[mutant.example].problem)
+            self.outcomes[mutant.example] = outcome(self.prepared[mutant.example].problem, whole_blocks=True)
         return decide(self.prepared[mutant.example], mutant.manifest, self.outcomes[mutant.example])
 
 

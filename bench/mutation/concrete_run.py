@@ -4,7 +4,9 @@ The inputs are a fixed pseudo-random function of (buffer, element index) — flo
 [0, 16) — generated only where a thread reads, so a buffer of a billion elements costs what the block
 touches. Scalar inputs of the reference get fixed values too. Two blocks run: the grid's first and its last
 (a ragged tail lives there). The original and its mutants see the same inputs, so their outcomes compare
-element by element.
+element by element. The original runs whole blocks where the budget allows, a mutant a sample of threads
+(where its threads cannot interact): an element the mutant's sample writes is then usually one the
+original's run wrote too, whichever of its threads wrote it, and the two final values compare.
 """
 
 from __future__ import annotations
@@ -84,15 +86,20 @@ def _run(problem: Problem, threads: list | None):
                       stop=lambda event: isinstance(event, Violation))   # one violation is enough to know
 
 
-def outcome(problem: Problem) -> Outcome:
+def outcome(problem: Problem, whole_blocks: bool = False) -> Outcome:
     """Run the chosen blocks of `problem` concretely: a sample of threads when they cannot interact (the
-    interpreter refuses a sample otherwise), every thread when they can."""
+    interpreter refuses a sample otherwise), every thread when they can. `whole_blocks` (for an original,
+    run once for all its mutants) tries every thread first and falls back to the sample past the budget."""
     try:
-        from semantics.concrete import run_blocks  # noqa: F401 - the interpreter arrives on its own branch
+        from semantics.concrete import BudgetExceeded
     except ImportError:
         return Outcome(undecided="no concrete interpreter (semantics.concrete) to run the kernel")
     try:
         try:
+            run = _run(problem, None if whole_blocks else sample_threads(problem))
+        except BudgetExceeded:
+            if not whole_blocks:
+                raise
             run = _run(problem, sample_threads(problem))
         except Unsupported as exc:
             if "interact" not in str(exc):

@@ -61,7 +61,7 @@ def decide(original: Prepared, manifest: Path, baseline: concrete_run.Outcome | 
         return Decision("differs", "a narrowing float conversion the original lacks (DESIGN §3: unknown unless "
                                    "--allow-narrowing)")
     if baseline is None:
-        baseline = concrete_run.outcome(original.problem)
+        baseline = concrete_run.outcome(original.problem, whole_blocks=True)
     if baseline.undecided or baseline.findings:   # nothing to compare with: the mutant's run would be wasted
         return concrete_run.compare(baseline, baseline)
     return concrete_run.compare(baseline, concrete_run.outcome(mutant.problem))
