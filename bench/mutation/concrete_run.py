@@ -24,6 +24,8 @@ from semantics.ptx.machine import Buffer
 from semantics.verdict import Problem
 
 MAX_STEPS = 400_000     # ~20 s of the interpreter on a loaded machine; more is `undecided`
+UNWRITTEN_READ = "never-written shared or local memory"   # how the interpreter names a value no write gave
+FINDINGS_ONLY_STEPS = 100_000   # a mutant run only for an early violation (a dropped barrier shows at once)
 REAL_TOLERANCE = mpmath.mpf("1e-30")   # the interpreter's reals carry 50 digits; below this is evaluation noise
 SCALAR_FLOAT = 0.75
 SCALAR_INT = 3
@@ -78,15 +80,15 @@ def scalar_values(problem: Problem) -> dict[str, object]:
     return {str(a): SCALAR_FLOAT if z3.is_real(a) else SCALAR_INT for a in problem.args if isinstance(a, z3.ExprRef)}
 
 
-def _run(problem: Problem, threads: list | None):
+def _run(problem: Problem, threads: list | None, max_steps: int = MAX_STEPS):
     from semantics.concrete import Violation, run_blocks
     buffers = {name: seeded(b) for name, b in problem.buffers.items()}
     return run_blocks(problem.kernel, problem.launch, problem.args, buffers, blocks_to_run(problem),
-                      threads=threads, max_steps=MAX_STEPS, scalars=scalar_values(problem), record=False,
+                      threads=threads, max_steps=max_steps, scalars=scalar_values(problem), record=False,
                       stop=lambda event: isinstance(event, Violation))   # one violation is enough to know
 
 
-def outcome(problem: Problem, whole_blocks: bool = False) -> Outcome:
+def outcome(problem: Problem, whole_blocks: bool = False, max_steps: int = MAX_STEPS) -> Outcome:
     """Run the chosen blocks of `problem` concretely: a sample of threads when they cannot interact (the
     interpreter refuses a sample otherwise), every thread when they can. `whole_blocks` (for an original,
     run once for all its mutants) tries every thread first and falls back to the sample past the budget."""
@@ -96,16 +98,18 @@ def outcome(problem: Problem, whole_blocks: bool = False) -> Outcome:
         return Outcome(undecided="no concrete interpreter (semantics.concrete) to run the kernel")
     try:
         try:
-            run = _run(problem, None if whole_blocks else sample_threads(problem))
+            run = _run(problem, None if whole_blocks else sample_threads(problem), max_steps)
         except BudgetExceeded:
             if not whole_blocks:
                 raise
-            run = _run(problem, sample_threads(problem))
+            run = _run(problem, sample_threads(problem), max_steps)
         except Unsupported as exc:
             if "interact" not in str(exc):
                 raise
-            run = _run(problem, None)
+            run = _run(problem, None, max_steps)
     except Exception as exc:  # noqa: BLE001 - whatever the interpreter cannot do decides nothing
+        if UNWRITTEN_READ in str(exc):   # DESIGN §3 memory safety: a shared/local read of no earlier write
+            return Outcome(findings=[("uninitialized_read", str(exc)[:300])])
         return Outcome(undecided=f"the interpreter stopped: {type(exc).__name__}: {exc}"[:300])
     outputs = [name for name, b in problem.buffers.items() if b.role == "output"]
     return Outcome({name: dict(run.written.get(name, {})) for name in outputs},

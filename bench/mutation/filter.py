@@ -62,6 +62,11 @@ def decide(original: Prepared, manifest: Path, baseline: concrete_run.Outcome | 
                                    "--allow-narrowing)")
     if baseline is None:
         baseline = concrete_run.outcome(original.problem, whole_blocks=True)
-    if baseline.undecided or baseline.findings:   # nothing to compare with: the mutant's run would be wasted
+    if baseline.findings:   # the original itself is flagged: no finding of the mutant tells them apart
+        return concrete_run.compare(baseline, baseline)
+    if baseline.undecided:  # no values to compare with, but a finding of the mutant is wrong on its own
+        alone = concrete_run.outcome(mutant.problem, max_steps=concrete_run.FINDINGS_ONLY_STEPS)
+        if alone.findings:
+            return Decision("differs", "{}: {} (the original ran past the budget, clean)".format(*alone.findings[0]))
         return concrete_run.compare(baseline, baseline)
     return concrete_run.compare(baseline, concrete_run.outcome(mutant.problem))
