@@ -50,15 +50,25 @@ def input_value(buffer: Buffer, index: int) -> float | int:
     return 4.0 * unit - 2.0 if buffer.is_float else int(unit * 16)
 
 
+class SeededValues(dict):
+    """The listed elements of a sparse buffer, listing every element: its `input_value`, made when read."""
+
+    def __init__(self, buffer: Buffer, element) -> None:
+        super().__init__()
+        self.buffer, self.element = buffer, element
+
+    def get(self, index: int, default: object = None) -> object:
+        if index not in self:
+            self[index] = self.element(input_value(self.buffer, index))
+        return self[index]
+
+
 def seeded(buffer: Buffer):
-    """A sparse buffer whose every element reads its `input_value` (computed when a thread reads it)."""
+    """A sparse buffer of the interpreter whose every element holds its `input_value`."""
     from semantics.concrete import SparseBuffer
-
-    class Seeded(SparseBuffer):
-        def initial(self, index: int) -> object:
-            return self._element(input_value(self.buffer, index))
-
-    return Seeded(buffer)
+    sparse = SparseBuffer(buffer)
+    sparse.values = SeededValues(buffer, sparse._element)
+    return sparse
 
 
 def blocks_to_run(problem: Problem) -> list[tuple[int, int, int]]:
@@ -67,11 +77,12 @@ def blocks_to_run(problem: Problem) -> list[tuple[int, int, int]]:
 
 
 def sample_threads(problem: Problem) -> list[tuple[int, int, int]]:
-    """Pairs of neighbouring threads at the start, middle and end of a block: a mutant that moves an element
+    """Pairs of neighbouring threads at the start, quarters and end of a block: a mutant that moves an element
     to a neighbour's thread still writes it inside the sample, where the two runs compare."""
     bx, by, bz = problem.launch.block
     n = bx * by * bz
-    linear = {0, 1, n // 2, n // 2 + 1, n - 2, n - 1} & set(range(n))
+    starts = {0, n // 4, n // 2, 3 * n // 4, n - 2}
+    linear = {i + d for i in starts for d in (0, 1)} & set(range(n))
     return [(i % bx, i // bx % by, i // (bx * by)) for i in sorted(linear)]
 
 
@@ -88,6 +99,26 @@ def _run(problem: Problem, threads: list | None, max_steps: int = MAX_STEPS):
                       stop=lambda event: isinstance(event, Violation))   # one violation is enough to know
 
 
+def _run_some(problem: Problem, whole_blocks: bool, max_steps: int, budget_exceeded: type):
+    """Whole blocks first when asked (a sample past the budget), else a sample; whole blocks where the
+    interpreter refuses a sample (threads that interact)."""
+    try:
+        return _run(problem, None if whole_blocks else sample_threads(problem), max_steps)
+    except budget_exceeded:
+        if not whole_blocks:
+            raise
+    except Unsupported as exc:
+        if "interact" not in str(exc):
+            raise
+        return _run(problem, None, max_steps)
+    try:
+        return _run(problem, sample_threads(problem), max_steps)
+    except Unsupported as exc:
+        if "interact" not in str(exc):
+            raise
+        raise budget_exceeded(f"whole blocks need more than {max_steps} steps") from exc
+
+
 def outcome(problem: Problem, whole_blocks: bool = False, max_steps: int = MAX_STEPS) -> Outcome:
     """Run the chosen blocks of `problem` concretely: a sample of threads when they cannot interact (the
     interpreter refuses a sample otherwise), every thread when they can. `whole_blocks` (for an original,
@@ -97,16 +128,7 @@ def outcome(problem: Problem, whole_blocks: bool = False, max_steps: int = MAX_S
     except ImportError:
         return Outcome(undecided="no concrete interpreter (semantics.concrete) to run the kernel")
     try:
-        try:
-            run = _run(problem, None if whole_blocks else sample_threads(problem), max_steps)
-        except BudgetExceeded:
-            if not whole_blocks:
-                raise
-            run = _run(problem, sample_threads(problem), max_steps)
-        except Unsupported as exc:
-            if "interact" not in str(exc):
-                raise
-            run = _run(problem, None, max_steps)
+        run = _run_some(problem, whole_blocks, max_steps, BudgetExceeded)
     except Exception as exc:  # noqa: BLE001 - whatever the interpreter cannot do decides nothing
         if UNWRITTEN_READ in str(exc):   # DESIGN §3 memory safety: a shared/local read of no earlier write
             return Outcome(findings=[("uninitialized_read", str(exc)[:300])])
