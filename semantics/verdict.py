@@ -16,6 +16,7 @@ import z3
 
 from lean_pool.checker import UNKNOWN as UNKNOWN_OUTCOME
 from lean_pool.checker import Checker, Obligation, Outcome
+from semantics.concrete.reproduce import confirm
 from semantics.errors import Unsupported
 from semantics.properties import (
     atomics,
@@ -200,6 +201,8 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     if ctx.assumes_initialized and results["memory_safety"].state != PROVED:
         results["equivalence"] = PropertyResult(UNKNOWN, ["the values read from shared memory assume every shared "
                                                           "read is initialised, which is not proved"])
+    note("reproducing refutations")
+    confirm(problem, results)   # on the concrete interpreter: a finding it does not show is dropped (unknown)
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
     for finding in findings:

@@ -28,6 +28,10 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
+from orchestrator.pipeline import prepare
+from semantics.concrete.reproduce import reproduce
+from semantics.properties.common import Finding
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
 MANIFESTS = sorted(EXAMPLES.glob("*/lark.toml"))
@@ -128,8 +132,20 @@ def witness_problem(finding: dict) -> str | None:
     return "no block and thread ids"
 
 
+def reproduced(manifest: Path, findings: list[dict], cache: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What the concrete interpreter says of each reported finding that it does not reproduce."""
+    monkeypatch.setenv("LARK_CACHE_DIR", str(cache))
+    problem = prepare(manifest).problem
+    failed = []
+    for f in findings:
+        ok, detail = reproduce(problem, Finding(f["property"], f["message"], f["witness"]))
+        if not ok:
+            failed.append(f"{f['message']}: {detail}")
+    return failed
+
+
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=[m.parent.name for m in MANIFESTS])
-def test_example(manifest: Path, batch: Batch) -> None:
+def test_example(manifest: Path, batch: Batch, monkeypatch: pytest.MonkeyPatch) -> None:
     case = manifest.parent
     expected, detail = read_expect(case)
     status, result, stderr = run_lark(manifest, batch.cache)
@@ -159,6 +175,8 @@ def test_example(manifest: Path, batch: Batch) -> None:
             assert findings, f"{prop} is violated but has no finding:\n{shown}"
             problems = [witness_problem(f) for f in findings]
             assert None in problems, f"no concrete witness for {prop} ({problems}):\n{shown}"
+        failed = reproduced(manifest, result["findings"], batch.cache, monkeypatch)
+        assert not failed, f"findings the concrete interpreter does not reproduce: {failed}"
 
     else:  # unknown
         assert result["reason"], shown

@@ -67,13 +67,17 @@ def _reached(access: Access, ob: Obligation, outcome, checker: Checker, timeout_
 
 
 def _finding(access: Access, buffer: Buffer, model: dict) -> Finding:
+    """The witness, sized in elements of the access (a shared array is bytes to the model, floats to its
+    reader): index and size in the same unit, the byte offset beside them."""
     offset = model["offset"]
     signed = offset - (1 << 64) if offset >= 1 << 63 else offset
-    index = signed // buffer.elem_bytes
+    unit = access.elem_bytes if buffer.role == "shared" else buffer.elem_bytes
+    index, elements = signed // unit, buffer.size_bytes // unit
     problem = "misaligned" if signed % min(access.width, 16) else "out of bounds"
     where = f"line {access.line}"
     msg = (f"{access.kind} of {buffer.name}[{index}] ({access.width} bytes at byte offset {signed}) is "
-           f"{problem}: {buffer.name} has {buffer.numel} elements ({where})")
+           f"{problem}: {buffer.name} has {elements} elements of {unit} bytes ({where})")
     witness = {**shaped_thread(model), "buffer": buffer.name, "element_index": index, "byte_offset": signed,
-               "access": access.kind, "bytes": access.width, "buffer_elements": buffer.numel, "line": access.line}
+               "access": access.kind, "bytes": access.width, "buffer_elements": elements, "element_bytes": unit,
+               "line": access.line}
     return Finding("memory_safety", msg, witness)
