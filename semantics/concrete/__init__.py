@@ -5,7 +5,7 @@ axiom table's ideal functions; its instruction meanings are its own tables (`alu
 `warp.py`), so a bug in the symbolic executor cannot make a false witness reproduce here.
 
     run_blocks(kernel, launch, args, buffers, blocks, *, threads=None, max_steps=..., stop=None,
-               scalars=None, record=True) -> RunResult
+               scalars=None, record=True, first=None) -> RunResult
 
 runs every thread of the given blocks (barriers, shared memory, shuffles, votes, atomics) on sparse global
 buffers (`SparseBuffer`: listed elements plus one fill value), and returns the final memory

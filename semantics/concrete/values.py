@@ -97,10 +97,6 @@ def real(value: object) -> MPF:
     return mpmath.mpf(value)
 
 
-def is_nan(v: object) -> bool:
-    return isinstance(v, MPF) and mpmath.isnan(v)
-
-
 def defined(v: MPF, what: str) -> MPF:
     """`v`, refusing an undefined real where the program's behaviour would depend on it."""
     if mpmath.isnan(v):

@@ -18,7 +18,7 @@ from semantics.ptx.types import TYPES, types_in
 
 from .alu import _sv
 from .operands import PRED, data_reader, int_reader, pred_reader, writer
-from .values import mask, signed
+from .values import mask
 
 Collective = Callable[[list], None]   # runs for the lanes (threads) of one group, sorted by lane
 
@@ -170,5 +170,3 @@ def warp_barrier(p, ins: Instr) -> Collective:
 
 
 WARP: dict[str, Callable] = {"shfl": shfl, "vote": vote, "redux": redux, "activemask": activemask}
-
-__all__ = ["WARP", "warp_barrier", "signed"]
