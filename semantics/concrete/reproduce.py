@@ -92,6 +92,17 @@ class Inputs:
         return found
 
 
+def recorded_inputs(w: dict) -> dict:
+    """A witness's inputs with the symbolic sizes it names (`sizes`, or `scalars` in it or its two accesses
+    before `verdict.name_sizes` lifts them) as the scalar inputs `scalar.<name>`."""
+    inputs = dict(w.get("inputs", {}))
+    for part in (w, w.get("first"), w.get("second")):
+        if isinstance(part, dict):
+            for key in ("sizes", "scalars"):
+                inputs.update({f"scalar.{n}": v for n, v in part.get(key, {}).items()})
+    return inputs
+
+
 def _scalar_names(problem: Problem) -> set[str]:
     return {str(a) for a in problem.args if isinstance(a, z3.ExprRef)}
 
@@ -115,7 +126,7 @@ def _close(value: MPF, recorded: float) -> bool:
 
 
 def _wrong_value(problem: Problem, w: dict) -> str:
-    inputs = Inputs.of(problem, w.get("inputs", {}))
+    inputs = Inputs.of(problem, recorded_inputs(w))
     buffer, index = w["buffer"], int(w["element_index"])
     b = problem.buffers[buffer]
     result = _run(problem, inputs, [_coord(w["block"])])
@@ -180,7 +191,7 @@ def _violation_at(problem: Problem, w: dict, kinds: tuple[str, ...], match: Call
 
     def stop(event: Access | Violation) -> bool:
         return isinstance(event, Violation) and hit(v=event)
-    result = _run(problem, Inputs.of(problem, w.get("inputs", {})), [block], stop, first=[thread])
+    result = _run(problem, Inputs.of(problem, recorded_inputs(w)), [block], stop, first=[thread])
     found = [v for v in result.violations if hit(v)]
     if not found:
         seen = result.halted.detail if result.halted else "no such violation"
@@ -229,7 +240,7 @@ def _race(problem: Problem, w: dict) -> str:
                 seen[i].append((event.kind, event.phase))
         return _conflict(seen, who[0][0] != who[1][0])
     blocks = list(dict.fromkeys(block for block, _ in who))
-    _run(problem, Inputs.of(problem, w.get("inputs", {})), blocks, stop, first=[who[0][1], who[1][1]])
+    _run(problem, Inputs.of(problem, recorded_inputs(w)), blocks, stop, first=[who[0][1], who[1][1]])
     if not _conflict(seen, who[0][0] != who[1][0]):
         raise NotReproduced(f"block {first['block']} thread {first['thread']} and block {second['block']} thread "
                             f"{second['thread']} do not race on {buffer}[{w['element_index']}] (their accesses "
@@ -251,7 +262,7 @@ def _barriers(problem: Problem, w: dict) -> str:
     block = _coord(first["block"])
     if _coord(second["block"]) != block:
         raise NotReproduced("a barrier divergence names threads of two blocks")
-    result = _run(problem, Inputs.of(problem, w.get("inputs", {})), [block])
+    result = _run(problem, Inputs.of(problem, recorded_inputs(w)), [block])
     a, b = (result.barriers.get((block, _coord(p["thread"]))) for p in (first, second))
     if a is None or b is None or a == b:
         raise NotReproduced(f"threads {first['thread']} and {second['thread']} of block {first['block']} pass the "

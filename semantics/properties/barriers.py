@@ -17,8 +17,10 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
+    input_reads,
     mentions_opaque,
     rename_apart,
+    shaped_inputs,
     shaped_thread,
     thread_witness,
 )
@@ -57,7 +59,7 @@ def check(paths: list[tuple[z3.BoolRef, tuple[int, ...]]], thread: Thread, launc
         formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), cond_a,
                          _rename(cond_b, thread, shared))
         ob = Obligation(f"barrier_uniformity: barriers {list(seq_a)} vs {list(seq_b)}", "barrier_uniformity",
-                        formula, {**thread_witness(thread), **thread_witness(OTHER, (), "'")})
+                        formula, {**thread_witness(thread), **thread_witness(OTHER, (), "'"), **input_reads(formula)})
         outcome = checker.check(ob, timeout_s)
         record(ob, outcome)
         if outcome.status == PROVED:
@@ -73,7 +75,7 @@ def check(paths: list[tuple[z3.BoolRef, tuple[int, ...]]], thread: Thread, launc
                 f"lines {list(seq_a)}, thread {second['thread']} those at lines {list(seq_b)} (first difference "
                 f"at line {line})",
                 {"first": {**first, "barriers": list(seq_a)}, "second": {**second, "barriers": list(seq_b)},
-                 "line": line}))
+                 "line": line, "inputs": shaped_inputs(formula, outcome.model)}))
             return result
         result.downgrade(UNKNOWN, f"could not decide barrier uniformity ({outcome.reason})")
     return result

@@ -9,7 +9,7 @@ import z3
 from lean_pool.checker import Obligation
 from semantics.ptx.machine import AXES, Launch, Thread
 from semantics.ptx.state import Access
-from semantics.terms import constants
+from semantics.terms import constants, subterms
 
 PROVED, VIOLATED, UNKNOWN, NOT_CHECKED = "proved", "violated", "unknown", "not_checked"
 # Not asked (equivalence of a safety-only task) or without meaning (memory safety when every access is to an
@@ -76,6 +76,36 @@ def shaped_thread(values: dict, suffix: str = "") -> dict:
     scalars = {k[len("scalar."):]: v for k, v in values.items() if k.startswith("scalar.")}
     if scalars:   # the symbolic sizes of the launch (`verdict.WithSizes`), lifted out by `verdict.name_sizes`
         shaped["scalars"] = scalars
+    return shaped
+
+
+def input_reads(formula: z3.ExprRef) -> dict[str, z3.ExprRef]:
+    """Witness terms for every read of a global buffer's initial contents in `formula` (an application of a
+    buffer's contents function, `Buffer.contents`): its index and its value, so a model can say which inputs
+    a witness needs (a branch on data, say). Paired by `shaped_inputs`."""
+    found: dict[str, z3.ExprRef] = {}
+    for i, app in enumerate(_contents_reads(formula)):
+        found[f"input{i}.index"], found[f"input{i}.value"] = app.arg(0), app
+    return found
+
+
+def _contents_reads(formula: z3.ExprRef) -> list[z3.ExprRef]:
+    seen, out = set(), []
+    for t in subterms(formula):
+        if z3.is_app(t) and t.num_args() == 1 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED \
+                and t.decl().domain(0) == z3.BitVecSort(64) and t.get_id() not in seen:
+            seen.add(t.get_id())
+            out.append(t)
+    return out
+
+
+def shaped_inputs(formula: z3.ExprRef, model: dict) -> dict[str, object]:
+    """The contract's `inputs` ({"x[12]": value}) from a model of witness terms made by `input_reads`."""
+    shaped = {}
+    for i, app in enumerate(_contents_reads(formula)):
+        index, value = model.get(f"input{i}.index"), model.get(f"input{i}.value")
+        if isinstance(index, int) and value is not None and not isinstance(value, str):
+            shaped[f"{app.decl().name()}[{index}]"] = value if isinstance(value, bool | int) else float(value)
     return shaped
 
 
