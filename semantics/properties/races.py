@@ -21,9 +21,11 @@ from semantics.properties.common import (
     Finding,
     PropertyResult,
     escape,
+    input_reads,
     mentions_opaque,
     rename_apart,
     second_thread,
+    shaped_inputs,
     shaped_thread,
     thread_witness,
 )
@@ -73,7 +75,7 @@ def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set
     if warp_wide:
         formula = z3.And(formula, z3.Not(warp_stores.same_warp(thread, OTHER)))
     witness = {**thread_witness(thread, a.loops), **thread_witness(OTHER, loops_b, "'"), "offset": a.offset,
-               "offset'": offset_b}
+               "offset'": offset_b, **input_reads(formula)}
     return Obligation(f"race_freedom: {a.kind} line {a.line} vs {b.kind} line {b.line} on {a.buffer}",
                       "race_freedom", formula, witness)
 
@@ -97,6 +99,7 @@ def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, la
             result.downgrade(VIOLATED)
             size = a.elem_bytes if a.space == "shared" else elem_bytes[a.buffer]
             result.findings.append(_finding(a, b, size, outcome.model))
+            result.findings[-1].witness["inputs"] = shaped_inputs(ob.formula, outcome.model)
             break
         result.downgrade(UNKNOWN, f"could not rule out a race between lines {a.line} and {b.line} on {a.buffer} "
                                   f"({outcome.reason or 'counterexample not confirmed'})")
