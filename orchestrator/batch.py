@@ -40,6 +40,10 @@ DEFAULT_STATE = Path(".lark") / "batch-state.jsonl"
 KEY_THREADS = min(16, os.cpu_count() or 1)   # resume keys computed at once (mostly nvcc -M and hashing)
 
 
+class NoTasks(Exception):
+    """SOURCE holds no task: a batch of nothing is a mistake (a wrong folder), not a success."""
+
+
 def discover(source: Path) -> list[Path]:
     """Every lark.toml under a directory, or the manifests a list file names (one per line, `#` comments,
     paths relative to the list file)."""
@@ -171,7 +175,11 @@ def batch_and_report(source: Path, workers: int | None, address: str | None, rep
     """`lark batch`: discover, run (resuming from the state file), write the reports."""
     anchor = report or junit
     state_path = state or (anchor.with_name(anchor.name + ".state.jsonl") if anchor else DEFAULT_STATE)
-    outcomes = run_batch(discover(source), State(state_path), workers, address, timeout_s, solver_s)
+    manifests = discover(source)
+    if not manifests:
+        where = f"under the folder {source}" if source.is_dir() else f"listed in {source}"
+        raise NoTasks(f"no {MANIFEST} {where}: nothing to verify")
+    outcomes = run_batch(manifests, State(state_path), workers, address, timeout_s, solver_s)
     rows = [(o.manifest, o.result) for o in outcomes]
     if report:
         write_html(report, rows)

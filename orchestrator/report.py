@@ -6,8 +6,9 @@ JUnit mapping (one testcase per task, named by the task, its verdict in a `verdi
 * error    -> <failure type="error"> with the reason (bad input, or a task the cluster lost);
 * unknown  -> <skipped> with the reason: LARK could not decide, which is not a defect found in the kernel,
   but it must stay visible — CI dashboards show skipped tests.
-Exit status of `lark batch`: 3 if any task is `error`, else 1 if any is `refuted`, else 0 (all verified or
-unknown; a gate that must not accept unknown reads the report).
+Exit status of `lark batch` (`batch_exit_status`): 3 if any task is `error` (also, from the CLI, when SOURCE
+does not exist or holds no task), else 1 if any is `refuted`, else 2 if any is `unknown` and the batch was
+run with `--fail-on unknown` (a CI gate that accepts proved kernels only), else 0.
 """
 
 from __future__ import annotations
@@ -23,9 +24,14 @@ from orchestrator.result import Result, shown_state
 COLOURS = {"verified": "#1a7f37", "refuted": "#cf222e", "unknown": "#9a6700", "error": "#8250df"}
 
 
-def exit_status(results: list[Result]) -> int:
-    verdicts = {r.verdict for r in results}
-    return 3 if "error" in verdicts else 1 if "refuted" in verdicts else 0
+# --fail-on: the verdicts that fail a batch, by the weakest one named. Error and refuted always fail it.
+FAIL_ON = {"refuted": ("error", "refuted"), "unknown": ("error", "refuted", "unknown")}
+BATCH_EXIT = {"error": 3, "refuted": 1, "unknown": 2}     # the first verdict present, in this order, decides
+
+
+def batch_exit_status(results: list[Result], fail_on: str = "refuted") -> int:
+    verdicts = {r.verdict for r in results} & set(FAIL_ON[fail_on])
+    return next((code for verdict, code in BATCH_EXIT.items() if verdict in verdicts), 0)
 
 
 def _details(result: Result) -> str:
