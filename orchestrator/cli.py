@@ -97,7 +97,8 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
               help="Which solver(s) re-prove a certificate's obligations.")
 def check_command(file: Path, solver: str) -> None:
     """Re-check a certificate, or replay a witness, written by `lark verify`. Exit 0 if it holds, 1 if it
-    does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness."""
+    does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness,
+    or the task it names is found neither where it says nor beside it (cannot check)."""
     status, text = run_check(file, solver)
     click.echo(text, err=status != 0)
     sys.exit(status)

@@ -77,6 +77,8 @@ class CompiledKernel:
     all of them. Triton appends scratch-buffer pointers that its launcher supplies, so it sets this.
     `shared_bytes` is the dynamic shared memory the kernel's own launcher passes (Triton's `metadata.shared`,
     the size of its `extern .shared global_smem`); None when the manifest's launch decides it.
+    `param_types` are the source's types of the user parameters, in order, where the source has them
+    (Triton's signature, e.g. "*fp32"; PTX pointers are untyped), for checking the bound tensors' dtypes.
     """
 
     ptx: str
@@ -84,6 +86,7 @@ class CompiledKernel:
     block: Dim3 | None
     user_params: int | None = None
     shared_bytes: int | None = None
+    param_types: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -332,8 +335,9 @@ def _compile_triton(spec: KernelSpec, timeout_s: float) -> tuple[CompiledKernel,
             raise FrontendError("kernel.source", _triton_message(exc, fn, spec.source)) from None
     ptx = compiled.asm["ptx"]
     _check_entry(ptx, spec.entry, spec.source)
-    user_params = sum(1 for ty in signature.values() if ty != "constexpr")
-    kernel = CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params, int(compiled.metadata.shared))
+    types = tuple(ty for ty in signature.values() if ty != "constexpr")
+    kernel = CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), len(types), int(compiled.metadata.shared),
+                            types)
     return kernel, python_files(spec.source)
 
 
@@ -391,7 +395,9 @@ def _cache_load(key: str) -> tuple[CompiledKernel, FileHashes] | None:
         if not unchanged(inputs):
             return None
         block = tuple(fields["block"]) if fields["block"] is not None else None
-        kernel = CompiledKernel(fields["ptx"], fields["entry"], block, fields["user_params"], fields["shared_bytes"])
+        types = tuple(fields["param_types"]) if fields.get("param_types") is not None else None
+        kernel = CompiledKernel(fields["ptx"], fields["entry"], block, fields["user_params"], fields["shared_bytes"],
+                                types)
         return kernel, inputs
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -168,8 +168,10 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
         except Cancelled:
             return unknown(name, CANCELLED, time.monotonic() - start)
         except DeadlinePassed:
-            return unknown(name, f"wall-time budget of {timeout_s:g} s exhausted (during {reporter.current})",
-                           time.monotonic() - start)
+            stopped = unknown(name, f"wall-time budget of {timeout_s:g} s exhausted (during {reporter.current})",
+                              time.monotonic() - start)
+            stopped.stats["obligations"] = getattr(checker, "checked", 0)
+            return stopped
         except Unsupported as exc:
             return unknown(name, f"unsupported: {exc}", time.monotonic() - start)
         except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown

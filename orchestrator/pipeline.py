@@ -126,7 +126,7 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
     user_params = kernel.params[:n_user]
     bound_kinds = {name: f"tensor:{b.dtype}" for name, b in buffers.items()}
     bound_kinds.update({name: f"scalar:{'float' if z3.is_real(s) else 'int'}" for name, s in scalars.items()})
-    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
+    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds, compiled.param_types)
 
     args: list[object] = [buffers.get(a, scalars.get(a)) if isinstance(a, str) else a for a in task.launch.args]
     for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
@@ -188,7 +188,7 @@ def _safety_problem(task: Task, compiled: CompiledKernel, kernel: Kernel, files:
     scalars = _scalar_params(task, user_params)
     bound_kinds = {name: f"tensor:{b.dtype}" for name, b in buffers.items()}
     bound_kinds.update({name: "scalar:int" for name in scalars})
-    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
+    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds, compiled.param_types)
     args: list[object] = [buffers.get(a, scalars[a].symbol if a in scalars else None) if isinstance(a, str) else a
                           for a in task.launch.args]
     for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
