@@ -20,7 +20,7 @@ from semantics.verdict import source_lines
 
 REASON_PARTS = 4          # parts of a `;`-joined reason shown by the human output (all are in --json)
 FLAT_KEY = re.compile(r"^(\w+)\[(\d+)\]$")                 # an input value's key, "x[1234]"
-PTX_LINE = re.compile(r"\b(lines? )(\d+)( and )?(\d+)?(?! \[)")   # "line 97", "lines 110 and 117"
+PTX_LINE = re.compile(r"\b(lines? )(\d+)( and )?(\d+)?")   # "line 97", "lines 110 and 117"
 MANGLED_LOCAL = re.compile(r"^_ZZ\d+\w*?E(\d+)")                # a function-local static: _ZZ<fn>E<len><name>
 Shapes = Mapping[str, tuple[int, ...]]
 
@@ -83,7 +83,8 @@ def with_sources(text: str, lines: Mapping[int, str]) -> str:
     def sourced(match: re.Match) -> str:
         shown = [lines.get(int(n)) for n in (match.group(2), match.group(4)) if n]
         where = ", ".join(s for s in shown if s)
-        return match.group(0) + (f" [{where}]" if where else "")
+        sourced_already = match.string[match.end():match.end() + 3].lstrip(") ").startswith("[")
+        return match.group(0) + (f" [{where}]" if where and not sourced_already else "")
     return PTX_LINE.sub(sourced, text)
 
 
