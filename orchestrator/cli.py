@@ -111,6 +111,9 @@ def check_command(file: Path, solver: str) -> None:
 @click.option("--address", default=None, help="Join this Ray cluster (default: $RAY_ADDRESS; else start one).")
 @click.option("--report", type=click.Path(path_type=Path), default=None, help="Write an HTML report here.")
 @click.option("--junit", type=click.Path(path_type=Path), default=None, help="Write JUnit XML here.")
+@click.option("--certificates", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write each verified task's certificate and each refuted task's witness into this folder "
+                   "(the HTML report links them).")
 @click.option("--state", type=click.Path(path_type=Path), default=None,
               help="Results file that makes a rerun skip finished tasks (default: beside --report or --junit, "
                    "else .lark/batch-state.jsonl).")
@@ -121,14 +124,16 @@ def check_command(file: Path, solver: str) -> None:
 @click.option("--solver-seconds", "solver_s", type=float, default=None,
               help="Solver-time budget of each task in seconds (default: no limit beyond --timeout).")
 def batch_command(source: Path, workers: int | None, address: str | None, report: Path | None, junit: Path | None,
-                  state: Path | None, timeout_s: float, fail_on: str, solver_s: float | None) -> None:
+                  certificates: Path | None, state: Path | None, timeout_s: float, fail_on: str,
+                  solver_s: float | None) -> None:
     """Verify every lark.toml under SOURCE (a directory), or each manifest listed in SOURCE (a file).
     Exit 3 if some task is error, or SOURCE does not exist or holds no task; else 1 if some task is refuted;
     else 2 if some is unknown and --fail-on unknown; else 0."""
     _writable("--report", report)
     _writable("--junit", junit)
     try:
-        outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s)
+        outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s,
+                                    certificates)
     except NoTasks as exc:
         raise click.UsageError(str(exc)) from None
     for o in outcomes:

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
+from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -17,6 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator import job
+from orchestrator.batch import document_paths
 from orchestrator.bindings import check_bindings
 from orchestrator.cert_check import run_check
 from orchestrator.cli import main
@@ -25,7 +28,7 @@ from orchestrator.explain import document_notes, element, human, multi_index, re
 from orchestrator.frontends import FrontendError, compile_kernel
 from orchestrator.manifest import IntakeError, KernelSpec
 from orchestrator.progress import Counting
-from orchestrator.report import batch_exit_status
+from orchestrator.report import batch_exit_status, write_html
 from orchestrator.result import Result, error
 from semantics.torch.capture import capture_reference
 from tests.tiny_tasks import write_task
@@ -284,3 +287,85 @@ def test_a_certificate_copied_with_its_task_still_checks(tmp_path: Path) -> None
     shutil.rmtree(elsewhere / "a")
     status, text = run_check(elsewhere / "cert.json", "z3")
     assert status == 3 and "cannot check" in text and "not found" in text
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 6. The batch HTML report
+# ---------------------------------------------------------------------------------------------------------
+
+
+class _Table(HTMLParser):
+    """The report's rows (each a list of cell texts), its links (href, text) and its meta line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[str]] = []
+        self.links: list[tuple[str, str]] = []
+        self.meta = ""
+        self._cell: list[str] | None = None
+        self._href: str | None = None
+        self._in_meta = False
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        attrs = dict(attrs)
+        if tag == "tr":
+            self.rows.append([])
+        elif tag == "td":
+            self._cell = []
+        elif tag == "a":
+            self._href = attrs.get("href")
+        elif tag == "p" and attrs.get("class") == "meta":
+            self._in_meta = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None:
+            self.rows[-1].append(" ".join(self._cell))
+            self._cell = None
+        elif tag == "p":
+            self._in_meta = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data.strip())
+        if self._href is not None:
+            self.links.append((self._href, data))
+            self._href = None
+        if self._in_meta:
+            self.meta += data
+
+
+def test_the_report_sorts_by_severity_and_shows_what_a_lead_needs(tmp_path: Path) -> None:
+    manifests = {name: write_task(tmp_path / folder, "relu", "copy") for name, folder in
+                 [("refuted", "lib"), ("verified", "other"), ("unknown", "third"), ("error", "fourth")]}
+    rows = []
+    for value, manifest in manifests.items():
+        result = verdict("relu", value)                # four tasks of the same name, in four folders
+        result.stats["wall_seconds"] = 1.5
+        if value == "refuted":
+            result.findings = [{"property": "equivalence", "message": "y[4368] differs", "witness": {
+                "block": [1, 0, 0], "thread": [2, 0, 0], "buffer": "y", "element_index": 4368, "shape": [256, 256],
+                "element": "y[17, 16]", "kernel_value": 2.0, "reference_value": 3.0, "line": 9, "source": "k.cu:4"}}]
+        if value == "unknown":
+            result.reason = "unsupported: instruction `popc.b32` (line 47) [kernel.cu:7]"
+        rows.append((manifest, result))
+    documents = document_paths([m for m, _ in rows], tmp_path / "certs")
+    (tmp_path / "certs").mkdir()
+    documents[manifests["verified"]][0].write_text("{}")
+    documents[manifests["refuted"]][1].write_text("{}")
+    page = tmp_path / "report.html"
+    write_html(page, rows, 12.0, documents=documents)
+
+    table = _Table()
+    table.feed(page.read_text())
+    tasks = [row for row in table.rows if row]
+    assert [row[1] for row in tasks] == ["refuted", "error", "unknown", "verified"]
+    assert len({row[0] for row in tasks}) == 4                     # same name, told apart by the folder
+    assert all("relu" in row[0] and "(same name)" in row[0] for row in tasks)
+    assert "y[17, 16]" in tasks[0][2] and "k.cu:4" in tasks[0][2] and "kernel.cu:7" in tasks[2][2]
+    assert all(row[4] == "1.50" for row in tasks)
+    assert "LARK " in table.meta and "12.0 s" in table.meta and "6.0 s" in table.meta
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d", table.meta)
+    hrefs = dict((text, href) for href, text in table.links if text in ("certificate", "witness"))
+    assert hrefs == {"certificate": "certs/other__relu.cert.json", "witness": "certs/lib__relu.witness.json"}
+    sources = [href for href, text in table.links if text == "source"]
+    assert sorted(sources) == sorted(f"{folder}/relu/kernel.ptx" for folder in ("lib", "other", "third", "fourth"))
