@@ -71,7 +71,7 @@ TRITON_POINTEE: dict[str, str] = {
 }
 
 
-def _dtype_mismatch(arg: str | int | float, kind: str, shown: str, declared: str | None) -> str | None:
+def _dtype_mismatch(kind: str, shown: str, declared: str | None) -> str | None:
     """Why a tensor does not fit the pointer type the kernel's source declares for it, or None."""
     pointee = TRITON_POINTEE.get(declared or "")
     dtype = kind.partition(":")[2]
@@ -102,7 +102,7 @@ def check_bindings(task: Task, params: list[tuple[str, str, bool]], bound_kinds:
         family, width = PTX_PARAM_TYPES.get(ptype, ("?", 0))
         if family == "?":
             raise IntakeError(where, f"parameter {i} ({pname}) has PTX type {ptype}, which LARK cannot bind")
-        wrong_dtype = _dtype_mismatch(arg, bound_kinds.get(arg, "") if isinstance(arg, str) else "", shown,
+        wrong_dtype = _dtype_mismatch(bound_kinds.get(arg, "") if isinstance(arg, str) else "", shown,
                                       declared[i] if declared and i < len(declared) else None)
         if wrong_dtype:
             raise IntakeError(where, f"{wrong_dtype} (parameter {i}, {pname})")

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+AGAIN_S = 0.5     # after the deadline, the interruption is raised again this often until the stage has ended
 _set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
 _set_async_exc.argtypes = (ctypes.c_ulong, ctypes.c_void_p)   # an exception class's address; None clears
 
@@ -41,10 +42,15 @@ class _Watchdog:
 
     def _fire(self) -> None:
         with self._lock:
-            if self._armed:
-                self._fired = True
-                _set_async_exc(self._thread, id(DeadlinePassed))
-        if self._fired and self._on_pass is not None:
+            if not self._armed:
+                return
+            first, self._fired = not self._fired, True
+            _set_async_exc(self._thread, id(DeadlinePassed))
+            # raised inside a __del__ or a callback, the exception is printed and dropped: raise it again
+            self._timer = threading.Timer(AGAIN_S, self._fire)
+            self._timer.daemon = True
+            self._timer.start()
+        if first and self._on_pass is not None:
             self._on_pass()
 
     def __enter__(self) -> _Watchdog:
@@ -52,9 +58,9 @@ class _Watchdog:
         return self
 
     def __exit__(self, *_exc) -> None:
-        self._timer.cancel()
         with self._lock:
             self._armed = False
+            self._timer.cancel()
             if self._fired:                       # delivered or still pending: a pending one is cleared
                 _set_async_exc(self._thread, None)
 
