@@ -64,9 +64,14 @@ def main() -> None:
 @click.option("--allow-narrowing", is_flag=True,
               help="Take float conversions narrower than the reference's dtype (f32 to f16/bf16) as the identity "
                    "on reals, each listed as axiom float.narrowing@line N (default: unknown).")
+@click.option("--llm", "use_llm", is_flag=True,
+              help="Ask an OpenAI-compatible agent ($OPENAI_BASE_URL, $OPENAI_API_KEY, $LARK_LLM_MODEL) for hints "
+                   "on goals the heuristics leave open; the core checks every one (docs/llm.md).")
+@click.option("--llm-budget", "llm_budget", type=click.IntRange(min=0), default=None,
+              help="With --llm: at most N LLM calls for this task (default 20).")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
                    witness: Path | None, workers: int | None, address: str | None, solver_s: float | None,
-                   allow_narrowing: bool) -> None:
+                   allow_narrowing: bool, use_llm: bool, llm_budget: int | None) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
     if task.is_dir():
@@ -78,17 +83,35 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
         if event.kind == STAGE and not as_json:
             click.echo(f"[lark] {event.data['stage']} ...", err=True)
 
+    llm = _llm(use_llm, llm_budget)
     if workers or address:
+        if llm is not None:
+            raise click.UsageError("--llm is not supported with --workers/--address yet")
         if allow_narrowing:
             raise click.UsageError("--allow-narrowing is not supported with --workers/--address yet")
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
-                            allow_narrowing=allow_narrowing)
+                            allow_narrowing=allow_narrowing, llm=llm)
     click.echo(json.dumps(result.to_json()) if as_json else human(result))
     for note in document_notes(result, {"certificate": certificate, "witness": witness}):
         click.echo(note, err=True)
     sys.exit(result.exit_status)
+
+
+def _llm(use_llm: bool, budget: int | None):
+    """The job's LLM provers for --llm (an endpoint from the environment), else None: LARK as without one."""
+    if not use_llm:
+        if budget is not None:
+            raise click.UsageError("--llm-budget needs --llm")
+        return None
+    from orchestrator.llm.chat import LLMConfig
+    from orchestrator.llm.plug import LLMProvers
+
+    config = LLMConfig.from_env(budget)
+    if config.base_url is None and config.api_key == "none":
+        raise click.UsageError("--llm needs an endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY if it asks for one)")
+    return LLMProvers(config)
 
 
 @main.command("check")

@@ -26,6 +26,7 @@ from lean_pool.stack import assemble
 from orchestrator.certificate import NoCertificate, write_certificate, write_witness
 from orchestrator.deadline import DeadlinePassed, within
 from orchestrator.explain import annotate
+from orchestrator.llm.plug import LLMProvers
 from orchestrator.manifest import IntakeError
 from orchestrator.pipeline import prepare
 from orchestrator.progress import Counting
@@ -120,13 +121,15 @@ class _Reporter:
 def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None, certificate: Path | None = None,
                witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
                search_width: int = SEARCH_WIDTH, solver_s: float | None = None,
-               cancel: CancelToken | None = None, allow_narrowing: bool = False) -> Result:
+               cancel: CancelToken | None = None, allow_narrowing: bool = False,
+               llm: LLMProvers | None = None) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
     its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
     to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
     `solver_s` solver seconds); a caller that passes a checker passes the `budget` it charges, which the
     search obeys too. `cancel`, set from any thread, stops the job (its result is `unknown`, "cancelled").
-    `allow_narrowing` takes narrowing float conversions as the listed axiom float.narrowing."""
+    `allow_narrowing` takes narrowing float conversions as the listed axiom float.narrowing. `llm`, when
+    given, adds LLM provers to the search (orchestrator/llm/; off by default)."""
     if checker is None:
         budget = Budget(wall_s=timeout_s, solver_s=solver_s)
         checker = assemble(Z3Checker(), DiskLemmaStore(), budget)
@@ -138,7 +141,7 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
         with cancel.stopping(budget.cancel):
             counted = Counting(TracingChecker(checker), reporter.progress)
             result = _run(manifest, timeout_s, reporter, certificate, witness, counted, budget, search_width,
-                          allow_narrowing)
+                          allow_narrowing, llm)
     finally:
         CURRENT.reset(reset)
     for finding in result.findings:
@@ -148,7 +151,8 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
 
 
 def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Path | None, witness: Path | None,
-         checker: Checker, budget: Budget, search_width: int, allow_narrowing: bool = False) -> Result:
+         checker: Checker, budget: Budget, search_width: int, allow_narrowing: bool = False,
+         llm: LLMProvers | None = None) -> Result:
     start = time.monotonic()
     deadline = start + timeout_s
     name = manifest.parent.name
@@ -159,8 +163,10 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             reporter.stage("intake")
             prepared = prepare(manifest, allow_narrowing, deadline=deadline, on_stage=reporter.stage)
             name = prepared.task.name
-            report = within(deadline, lambda: verify(prepared.problem, checker, replace(PROVERS, search=search.hook),
-                                                     timeout_s, stages))
+            provers = replace(PROVERS, search=search.hook)
+            if llm is not None:
+                provers = llm.plug(search, provers, prepared)
+            report = within(deadline, lambda: verify(prepared.problem, checker, provers, timeout_s, stages))
             if reporter.cancel.cancelled:
                 raise Cancelled("verdict")
         except (IntakeError, ReferenceCaptureError) as exc:
@@ -180,6 +186,8 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             stages.close()
         result = from_report(name, report, time.monotonic() - start)
         result.stats["search"] = search.stats.to_json()
+        if llm is not None:
+            result.stats.update(llm.stats())
         stop = budget.stop_reason()
         if result.verdict == "unknown" and stop is not None:   # name the budget that left the job open
             result.reason = f"{stop}: {result.reason}"

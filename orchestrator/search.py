@@ -5,7 +5,9 @@ iteration), with the core's own function from a hint to the obligations that wou
 (provers) propose ordered lists of candidate hints. The search checks the candidates' obligations on
 `width` threads through the job's `Checker` (in-process z3, the local pool, or Ray checker actors), best
 candidate first. A refuted obligation's counterexample goes back to the strategy that proposed the
-candidate, which may propose refinements, at most `max_retries` deep.
+candidate, which may propose refinements, at most `max_retries` deep. A strategy marked `fallback` (the
+lemma-cache hints and the LLM agent, orchestrator/llm/) is asked only once every candidate before it has
+failed, with those failures in `Goal.failures`: heuristics first, an agent when they are stuck.
 
 The winner is the best-ranked candidate whose obligations are all proved — chosen by rank, not by who
 finishes first, so the answer does not depend on timing (a refinement ranks right after its parent). Once
@@ -40,6 +42,7 @@ class Goal:
     args: tuple                                        # what the strategies are asked about
     obligations: Callable[[object], list[Obligation]]  # the core's: a hint -> what proves it
     timeout_s: float = 120.0                           # per obligation
+    failures: list[str] = field(default_factory=list)  # what failed so far (for fallback strategies' prompts)
 
 
 @dataclass(frozen=True)
@@ -165,18 +168,21 @@ class Search:
 
     def _close(self, goal: Goal) -> Closed:
         alive: list[_Candidate] = []
-        for s, strategy in enumerate(self.strategies.get(goal.kind, [])):
-            hints = self._ask(lambda strategy=strategy: strategy.propose(goal))
-            alive += [_Candidate((n, s), hint, strategy, 0) for n, hint in enumerate(hints)]
+        strategies = list(enumerate(self.strategies.get(goal.kind, [])))
+        fallbacks = [(s, strategy) for s, strategy in strategies if getattr(strategy, "fallback", False)]
+        for s, strategy in strategies:
+            if (s, strategy) not in fallbacks:
+                alive += self._proposals(goal, s, strategy)
         running: dict[Future, tuple[_Candidate, Obligation]] = {}
         done: set[Future] = set()
+        deferred: list[tuple[_Candidate, Counterexample]] = []   # fallback refinements, asked outside the lock
         while True:
             # Everything but the wait holds Z3_LOCK: strategies and the core's obligation builder make terms
             # in z3's shared main context, and so may the search threads (translating, caching, replaying).
             with Z3_LOCK:
                 for future in done:
                     candidate, obligation = running.pop(future)
-                    self._answer(goal, alive, candidate, obligation, future.result())
+                    self._answer(goal, alive, candidate, obligation, future.result(), deferred)
                 alive.sort(key=lambda c: c.rank)
                 winner = self._winner(alive)
                 stop = self.budget.stop_reason()
@@ -189,10 +195,33 @@ class Search:
                 self.stats.stopped = stop
                 self._cancel(alive, running, None)
                 return Closed(None, f"search stopped: {stop}")
+            if not running and deferred:     # a fallback (an agent) answers its counterexample: a network call
+                candidate, counterexample = deferred.pop(0)
+                alive += self._refinements(goal, candidate, counterexample, locked=False)
+                done = set()
+                continue
+            if not running and fallbacks:    # every candidate so far failed: ask the next fallback
+                alive += self._proposals(goal, *fallbacks.pop(0))
+                done = set()
+                continue
             if not running:
                 tried = sum(c.state == "failed" for c in alive)
                 return Closed(None, f"no candidate for {goal.key} was proved ({tried} tried)")
             done, _ = wait(list(running), timeout=POLL_S, return_when=FIRST_COMPLETED)
+
+    def _proposals(self, goal: Goal, s: int, strategy: Strategy) -> list[_Candidate]:
+        """A strategy's first candidates. A fallback is asked without Z3_LOCK (an agent waits on the network
+        and takes the lock itself around the terms it builds)."""
+        locked = not getattr(strategy, "fallback", False)
+        hints = self._ask(lambda: strategy.propose(goal), locked)
+        return [_Candidate((n, s), hint, strategy, 0) for n, hint in enumerate(hints)]
+
+    def _refinements(self, goal: Goal, candidate: _Candidate, counterexample: Counterexample,
+                     locked: bool = True) -> list[_Candidate]:
+        hints = self._ask(lambda: candidate.strategy.refine(goal, candidate.hint, counterexample), locked)
+        self.stats.retries += len(hints)
+        return [_Candidate((*candidate.rank, n), hint, candidate.strategy, candidate.depth + 1)
+                for n, hint in enumerate(hints)]
 
     @staticmethod
     def _winner(alive: list[_Candidate]) -> _Candidate | None:
@@ -204,10 +233,12 @@ class Search:
                 return None
         return None
 
-    def _ask(self, call: Callable[[], list[object]]) -> list[object]:
+    def _ask(self, call: Callable[[], list[object]], locked: bool = True) -> list[object]:
         """A strategy's answer; strategies build z3 terms in the shared main context, hence the lock. A
         strategy that fails proposes nothing (it is untrusted, its failure is not the job's)."""
         try:
+            if not locked:
+                return list(call())
             with Z3_LOCK:
                 return call()
         except Exception:  # noqa: BLE001 - an untrusted prover's bug costs its proposals, nothing else
@@ -245,7 +276,7 @@ class Search:
         return telemetry.within(candidate.span, self.checker.check, obligation, timeout_s)
 
     def _answer(self, goal: Goal, alive: list[_Candidate], candidate: _Candidate, obligation: Obligation,
-                outcome: Outcome) -> None:
+                outcome: Outcome, deferred: list) -> None:
         if candidate.state != "running":
             return
         if outcome.status == PROVED:
@@ -254,16 +285,19 @@ class Search:
                 candidate.finish("proved")
             return
         candidate.finish("failed")
+        goal.failures.append(f"{candidate.strategy.name} proposed {_shown(candidate.hint)}: {obligation.name} "
+                             f"{outcome.status}" + (f", counterexample {dict(outcome.model)}" if outcome.model else
+                                                     f" ({outcome.reason})" if outcome.reason else ""))
         if outcome.status != REFUTED:
             return
         self.stats.refuted += 1
         if candidate.depth >= self.max_retries:
             return
         counterexample = Counterexample(obligation.name, dict(outcome.model or {}), outcome.z3_model)
-        hints = self._ask(lambda: candidate.strategy.refine(goal, candidate.hint, counterexample))
-        self.stats.retries += len(hints)
-        alive += [_Candidate((*candidate.rank, n), hint, candidate.strategy, candidate.depth + 1)
-                  for n, hint in enumerate(hints)]
+        if getattr(candidate.strategy, "fallback", False):
+            deferred.append((candidate, counterexample))
+        else:
+            alive += self._refinements(goal, candidate, counterexample)
 
     def _cancel(self, alive: list[_Candidate], running: dict, winner: _Candidate | None) -> None:
         """Stop every candidate but the winner, and wait until their running obligations have returned: a
@@ -280,3 +314,9 @@ class Search:
             candidate.finish("cancelled")
         if running:
             wait(list(running))
+
+
+def _shown(hint: object, limit: int = 300) -> str:
+    """A hint as text for a prompt (z3 terms print as s-expressions), cut to `limit` characters."""
+    text = str(hint)
+    return text if len(text) <= limit else text[:limit] + "..."

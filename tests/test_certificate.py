@@ -286,7 +286,7 @@ def test_wrong_thread_in_a_witness_does_not_replay(past_the_end: Path, tmp_path:
     edit_json(tmp_path / "copy" / "witness.json", lambda w: w["findings"][0]["witness"].update(block=[0, 0, 0]))
     status, output = lark("check", tmp_path / "copy" / "witness.json")
     assert status == 1, output
-    assert "memory_safety witness does not reproduce: block [0, 0, 0] thread" in output
+    assert "memory_safety witness does not reproduce" in output and "block [0, 0, 0] thread" in output
 
 
 def test_wrong_value_witness_replays_on_real_numbers(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import z3
 
+from lean_pool.checker import Obligation
 from semantics.ptx.machine import AXES, Launch, Thread
 from semantics.ptx.state import Access
 from semantics.terms import constants
@@ -120,6 +121,18 @@ def escape(loops: tuple, fixes: list[tuple[z3.ExprRef, z3.ExprRef]]) -> z3.BoolR
         escapes.append(z3.And(z3.ULT(j, k), z3.Not(loop.stay_at(j))))
     return z3.substitute(z3.Or(escapes), *fixes) if escapes and fixes else z3.Or(escapes) if escapes \
         else z3.BoolVal(False)
+
+
+def witness_reached(loops: tuple, witness: dict[str, z3.ExprRef], model: dict, checker, timeout_s: float,
+                    prop: str) -> bool:
+    """The model's loop iterations (and thread) for a witness of an access inside `loops` are really reached:
+    no earlier iteration leaves the loop (`escape` unsat with the model's thread-local values fixed)."""
+    if not loops:
+        return True
+    fixes = [(t, z3.BitVecVal(model[n], t.size())) for n, t in witness.items()
+             if n != "offset" and z3.is_const(t)]
+    probe = Obligation("reachability of a witness", prop, escape(loops, fixes))
+    return checker.check(probe, timeout_s).status == PROVED
 
 
 def in_launch(thread: Thread, launch: Launch) -> z3.BoolRef:

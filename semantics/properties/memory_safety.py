@@ -11,10 +11,10 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
-    escape,
     mentions_opaque,
     shaped_thread,
     thread_witness,
+    witness_reached,
 )
 from semantics.ptx.machine import Buffer, Thread
 from semantics.ptx.state import Access
@@ -51,22 +51,13 @@ def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, la
         if outcome.status == PROVED:
             continue
         if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \
-                _reached(access, ob, outcome, checker, timeout_s):
+                witness_reached(access.loops, ob.witness, outcome.model, checker, timeout_s, "memory_safety"):
             result.downgrade(VIOLATED)
             result.findings.append(_finding(access, buffer, outcome.model))
             break
         result.downgrade(UNKNOWN, f"could not prove the {access.kind} of {buffer.name} at line {access.line} "
                                   f"in bounds ({outcome.reason or 'counterexample not confirmed'})")
     return result
-
-
-def _reached(access: Access, ob: Obligation, outcome, checker: Checker, timeout_s: float) -> bool:
-    if not access.loops:
-        return True
-    fixes = [(t, z3.BitVecVal(outcome.model[n], t.size())) for n, t in ob.witness.items()
-             if n != "offset" and z3.is_const(t)]
-    probe = Obligation("reachability of a witness", "memory_safety", escape(access.loops, fixes))
-    return checker.check(probe, timeout_s).status == PROVED
 
 
 def _finding(access: Access, buffer: Buffer, model: dict) -> Finding:

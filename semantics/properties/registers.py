@@ -18,10 +18,10 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
-    escape,
     mentions_opaque,
     shaped_thread,
     thread_witness,
+    witness_reached,
 )
 from semantics.ptx.machine import Thread
 from semantics.ptx.state import UndefinedRead
@@ -43,22 +43,14 @@ def check(reads: list[UndefinedRead], thread: Thread, launch_ok: z3.BoolRef, che
         record(ob, outcome)
         if outcome.status == PROVED:
             continue
-        if outcome.status == REFUTED and not mentions_opaque(ob.formula) and _reached(read, ob, outcome.model,
-                                                                                       checker, timeout_s):
+        if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \
+                witness_reached(read.loops, ob.witness, outcome.model, checker, timeout_s, "memory_safety"):
             result.downgrade(VIOLATED)
             result.findings.append(_finding(read, outcome.model))
             break
         result.downgrade(UNKNOWN, f"could not prove register {read.register} defined where line {read.line} "
                                   f"reads it ({outcome.reason or 'counterexample not confirmed'})")
     return result
-
-
-def _reached(read: UndefinedRead, ob: Obligation, model: dict, checker: Checker, timeout_s: float) -> bool:
-    if not read.loops:
-        return True
-    fixes = [(t, z3.BitVecVal(model[n], t.size())) for n, t in ob.witness.items() if z3.is_const(t)]
-    probe = Obligation("reachability of a witness", "memory_safety", escape(read.loops, fixes))
-    return checker.check(probe, timeout_s).status == PROVED
 
 
 def _finding(read: UndefinedRead, model: dict) -> Finding:

@@ -1,0 +1,62 @@
+"""LLM prover actors: one pool per endpoint, so every job of a batch shares that endpoint's rate limit.
+
+A pool is one named, detached-per-session actor per endpoint (`lark-llm-<digest of base URL and model>`)
+whose `max_concurrency` is the endpoint's limit: the requests of all jobs on all nodes queue at it and at
+most `LLMConfig.concurrency` are in flight at once. Jobs talk to it through `PooledChat`, a `Chat` like the
+direct client, so the agent (orchestrator/llm/agent.py) runs unchanged in a verify actor. The actor only
+relays chat requests; what comes back is a proposal that the job's own search and core check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import ray
+from ray.exceptions import RayError
+
+from orchestrator.llm.chat import EndpointError, LLMConfig, OpenAIChat, Reply
+
+MARGIN_S = 30.0      # past the client's own timeouts and retries, a pooled call is given up
+
+
+@ray.remote(num_cpus=0, max_restarts=-1)
+class LLMProverActor:
+    """Relays chat requests to one endpoint with the `openai` client (its own retries on 429/5xx/timeouts)."""
+
+    def __init__(self, config: LLMConfig):
+        self.chat = OpenAIChat(config)
+
+    def complete(self, messages: list[dict], response_format: dict) -> tuple[str, int] | str:
+        try:
+            reply = self.chat.complete(messages, response_format)
+        except EndpointError as exc:
+            return str(exc)
+        return reply.text, reply.tokens
+
+
+def pool_name(config: LLMConfig) -> str:
+    return "lark-llm-" + hashlib.sha256(f"{config.base_url}|{config.model}".encode()).hexdigest()[:16]
+
+
+def endpoint_pool(config: LLMConfig):
+    """The endpoint's pool actor, started by the first job that asks for it."""
+    return LLMProverActor.options(name=pool_name(config), get_if_exists=True,
+                                  max_concurrency=max(config.concurrency, 1)).remote(config)
+
+
+class PooledChat:
+    """A `Chat` whose requests go through the endpoint's pool actor."""
+
+    def __init__(self, config: LLMConfig):
+        self.config = config
+        self.actor = endpoint_pool(config)
+        self.timeout_s = config.request_timeout_s * (config.max_retries + 1) + MARGIN_S
+
+    def complete(self, messages: list[dict], response_format: dict) -> Reply:
+        try:
+            answer = ray.get(self.actor.complete.remote(messages, response_format), timeout=self.timeout_s)
+        except RayError as exc:     # includes GetTimeoutError
+            raise EndpointError(f"LLM prover pool: {type(exc).__name__}") from None
+        if isinstance(answer, str):
+            raise EndpointError(answer)
+        return Reply(*answer)
