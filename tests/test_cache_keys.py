@@ -328,7 +328,8 @@ class InProcessFleet:
     def __init__(self, verifiers: int, checkers: int | None = None):
         pass
 
-    def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done) -> None:
+    def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done,
+            documents=None) -> None:
         for text in manifests:
             InProcessFleet.verified.append(Path(text).parent.name)
             result: Result = run_verify(Path(text), timeout_s, solver_s=solver_s)
