@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import ray
@@ -45,9 +45,11 @@ class Fleet:
         return VerifyActor.options(scheduling_strategy="SPREAD").remote(self.prefix, len(self.checkers))
 
     def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done: OnDone,
-            certificate: Path | None = None, witness: Path | None = None) -> None:
+            certificate: Path | None = None, witness: Path | None = None,
+            documents: Mapping[str, tuple[Path, Path]] | None = None) -> None:
         """Run every manifest; `on_done` is called once per manifest, in completion order. `certificate` and
-        `witness` are output paths for a single task (`lark verify --workers`)."""
+        `witness` are output paths for a single task (`lark verify --workers`); `documents`, per manifest,
+        the (certificate, witness) paths of a batch's tasks."""
         waiting = deque((m, 0) for m in manifests)          # (manifest, attempts so far)
         inflight: dict = {}                                  # ObjectRef -> (manifest, slot, attempts, actor)
         load = [0] * len(self.verifiers)
@@ -55,7 +57,8 @@ class Fleet:
             for slot, actor in enumerate(self.verifiers):
                 while waiting and load[slot] < DEPTH:
                     manifest, attempts = waiting.popleft()
-                    ref = actor.run.remote(manifest, timeout_s, solver_s, certificate, witness)
+                    cert, wit = documents[manifest] if documents else (certificate, witness)
+                    ref = actor.run.remote(manifest, timeout_s, solver_s, cert, wit)
                     inflight[ref] = (manifest, slot, attempts + 1, actor)
                     load[slot] += 1
             [done], _ = ray.wait(list(inflight), num_returns=1)

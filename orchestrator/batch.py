@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import tomllib
 from collections import Counter
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from tqdm import tqdm
@@ -38,6 +40,10 @@ from semantics import version as semantics_versions
 MANIFEST = "lark.toml"
 DEFAULT_STATE = Path(".lark") / "batch-state.jsonl"
 KEY_THREADS = min(16, os.cpu_count() or 1)   # resume keys computed at once (mostly nvcc -M and hashing)
+
+
+class NoTasks(Exception):
+    """SOURCE holds no task: a batch of nothing is a mistake (a wrong folder), not a success."""
 
 
 def discover(source: Path) -> list[Path]:
@@ -128,14 +134,30 @@ class Outcome:
     resumed: bool
 
 
+def document_paths(manifests: list[Path], folder: Path) -> dict[Path, tuple[Path, Path]]:
+    """Each task's (certificate, witness) file in `folder`, named by its folder's path relative to what the
+    tasks share (two tasks named alike in different folders get different files)."""
+    folders = [m.absolute().parent for m in manifests]
+    root = Path(os.path.commonpath(folders)) if folders else Path()
+    root = root.parent if len(folders) == 1 else root
+    stems = {m: "__".join(f.relative_to(root).parts) or f.name for m, f in zip(manifests, folders, strict=True)}
+    return {m: (folder / f"{stem}.cert.json", folder / f"{stem}.witness.json") for m, stem in stems.items()}
+
+
 def run_batch(manifests: list[Path], state: State, workers: int | None = None, address: str | None = None,
-              timeout_s: float = 600.0, solver_s: float | None = None, show_progress: bool = True) -> list[Outcome]:
-    """Verify every manifest not already in `state`; results in the order of `manifests`."""
+              timeout_s: float = 600.0, solver_s: float | None = None, show_progress: bool = True,
+              certificates: Path | None = None) -> list[Outcome]:
+    """Verify every manifest not already in `state`; results in the order of `manifests`. With
+    `certificates`, each verified task's certificate and each refuted task's witness is written there."""
     # Ray is imported only when a fleet is needed, so that plain `lark verify` starts fast.
     from actors.cluster import ray_session
     from actors.fleet import Fleet
 
-    keys = task_keys(manifests, {"timeout_s": timeout_s, "solver_s": solver_s})
+    documents = document_paths(manifests, certificates.absolute()) if certificates else {}
+    options = {"timeout_s": timeout_s, "solver_s": solver_s}
+    if certificates:      # a rerun that asks for the documents elsewhere (or at all) runs the tasks again
+        options["certificates"] = str(certificates.absolute())
+    keys = task_keys(manifests, options)
     outcomes = {m: Outcome(m, state.done[keys[m]], True) for m in manifests if keys[m] in state.done}
     todo = [m for m in manifests if m not in outcomes]
     bar = tqdm(total=len(manifests), initial=len(outcomes), desc="lark batch", unit="task", file=sys.stderr,
@@ -158,7 +180,8 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
         with ray_session(workers, address) as n:
             fleet = Fleet(verifiers=n)
             try:
-                fleet.run([str(m) for m in todo], timeout_s, solver_s, on_done)
+                fleet.run([str(m) for m in todo], timeout_s, solver_s, on_done,
+                          documents={str(m): documents[m] for m in todo} if documents else None)
             except KeyboardInterrupt:
                 fleet.cancel()
                 raise
@@ -167,14 +190,24 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
 
 
 def batch_and_report(source: Path, workers: int | None, address: str | None, report: Path | None,
-                     junit: Path | None, state: Path | None, timeout_s: float, solver_s: float | None) -> list[Outcome]:
+                     junit: Path | None, state: Path | None, timeout_s: float, solver_s: float | None,
+                     certificates: Path | None = None) -> list[Outcome]:
     """`lark batch`: discover, run (resuming from the state file), write the reports."""
+    started, clock = datetime.now(UTC), time.monotonic()
     anchor = report or junit
     state_path = state or (anchor.with_name(anchor.name + ".state.jsonl") if anchor else DEFAULT_STATE)
-    outcomes = run_batch(discover(source), State(state_path), workers, address, timeout_s, solver_s)
+    manifests = discover(source)
+    if not manifests:
+        where = f"under the folder {source}" if source.is_dir() else f"listed in {source}"
+        raise NoTasks(f"no {MANIFEST} {where}: nothing to verify")
+    if certificates:
+        certificates.mkdir(parents=True, exist_ok=True)
+    outcomes = run_batch(manifests, State(state_path), workers, address, timeout_s, solver_s,
+                         certificates=certificates)
     rows = [(o.manifest, o.result) for o in outcomes]
     if report:
-        write_html(report, rows)
+        documents = document_paths(manifests, certificates.absolute()) if certificates else None
+        write_html(report, rows, time.monotonic() - clock, started, documents)
     if junit:
         write_junit(junit, rows)
     return outcomes

@@ -66,12 +66,32 @@ def _mismatch(arg: str | int | float, kind: str, family: str, width: int) -> str
     return None
 
 
-def check_bindings(task: Task, params: list[tuple[str, str, bool]], bound_kinds: dict[str, str]) -> None:
+# Triton pointer type -> the torch dtype of the tensor it points into.
+TRITON_POINTEE: dict[str, str] = {
+    "*fp64": "float64", "*fp32": "float32", "*fp16": "float16", "*bf16": "bfloat16", "*i64": "int64",
+    "*i32": "int32", "*i16": "int16", "*i8": "int8", "*u64": "uint64", "*u32": "uint32", "*u16": "uint16",
+    "*u8": "uint8", "*i1": "bool",
+}
+
+
+def _dtype_mismatch(kind: str, shown: str, declared: str | None) -> str | None:
+    """Why a tensor does not fit the pointer type the kernel's source declares for it, or None."""
+    pointee = TRITON_POINTEE.get(declared or "")
+    dtype = kind.partition(":")[2]
+    if pointee is None or not kind.startswith("tensor:") or dtype == pointee:
+        return None
+    return f'{shown} is bound to a parameter declared "{declared}" (a {pointee} pointer) in kernel.signature'
+
+
+def check_bindings(task: Task, params: list[tuple[str, str, bool]], bound_kinds: dict[str, str],
+                   declared: tuple[str, ...] | None = None) -> None:
     """Check launch.args against the compiled kernel's PTX parameters; raise IntakeError on a mismatch.
 
     `params` is the entry's parameter list as (name, PTX type such as '.u64', is_pointer); `bound_kinds`
-    maps each name in launch.args to 'tensor:<dtype>', 'scalar:int' or 'scalar:float'. This lives apart
-    from `load_task` because only the compiled kernel knows its parameters.
+    maps each name in launch.args to 'tensor:<dtype>', 'scalar:int' or 'scalar:float'; `declared`, where the
+    source types its parameters (Triton), their types in order: a tensor of another dtype is bad input (the
+    kernel would read its bytes as another type). This lives apart from `load_task` because only the
+    compiled kernel knows its parameters.
     """
     args = task.launch.args
     if len(args) != len(params):
@@ -85,6 +105,10 @@ def check_bindings(task: Task, params: list[tuple[str, str, bool]], bound_kinds:
         family, width = PTX_PARAM_TYPES.get(ptype, ("?", 0))
         if family == "?":
             raise IntakeError(where, f"parameter {i} ({pname}) has PTX type {ptype}, which LARK cannot bind")
+        wrong_dtype = _dtype_mismatch(bound_kinds.get(arg, "") if isinstance(arg, str) else "", shown,
+                                      declared[i] if declared and i < len(declared) else None)
+        if wrong_dtype:
+            raise IntakeError(where, f"{wrong_dtype} (parameter {i}, {pname})")
         need = _mismatch(arg, kind, family, width)
         if need:
             pointer = " pointer" if is_pointer else ""

@@ -26,7 +26,7 @@ from lean_pool.canonical import structural_digest
 from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2, unshadow
 from orchestrator import cert_schema
-from orchestrator.cert_identity import Rejected, rederive, sha256
+from orchestrator.cert_identity import Rejected, TaskMissing, rederive, sha256
 from orchestrator.cert_terms import BadHint, hint_from_json, obligation_text, replay_provers
 from orchestrator.cert_witness import replay_witness
 from semantics.verdict import Report, verify
@@ -134,7 +134,8 @@ def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequen
 
 
 def run_check(path: Path, solver: str) -> tuple[int, str]:
-    """Exit status and text for `lark check PATH`: 0 holds, 1 rejected, 3 not a readable document."""
+    """Exit status and text for `lark check PATH`: 0 holds, 1 rejected, 3 not a readable document or its
+    task not found (cannot check)."""
     try:
         document = cert_schema.load(path)
     except cert_schema.BadDocument as exc:
@@ -143,6 +144,8 @@ def run_check(path: Path, solver: str) -> tuple[int, str]:
         if isinstance(document, cert_schema.Certificate):
             return ACCEPTED, check_certificate(document, path, SOLVERS[solver])
         return ACCEPTED, replay_witness(document, path)
+    except TaskMissing as exc:
+        return UNREADABLE, f"error: cannot check {path}: {exc}"
     except Rejected as exc:
         kind = "certificate" if isinstance(document, cert_schema.Certificate) else "witness"
         return REJECTED, "\n".join([f"{path}: {kind} rejected", *(f"  {p}" for p in exc.problems)])

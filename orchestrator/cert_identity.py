@@ -114,9 +114,26 @@ def _fresh_caches() -> Iterator[None]:
                 os.environ["LARK_CACHE_DIR"] = saved
 
 
+class TaskMissing(Exception):
+    """The task a document names is not where it says, nor beside the document: it cannot be checked (which
+    is not the same as failing the check)."""
+
+
 def manifest_path(document: cert_schema.Certificate | cert_schema.Witness, document_path: Path) -> Path:
-    """The manifest a document names: absolute, or relative to the document's own folder."""
-    return Path(document_path).parent / document.manifest
+    """The manifest a document names, relative to the document's own folder (or absolute). A document copied
+    elsewhere with its task folder finds it there too: when the recorded path does not lead to a manifest,
+    the trailing parts of it are tried under the document's folder, longest first (`../../lib/relu/lark.toml`
+    -> `lib/relu/lark.toml`, `relu/lark.toml`, `lark.toml`). Whichever is found must still be the same task:
+    `rederive` compares its identity field by field."""
+    folder = Path(document_path).parent
+    recorded = Path(document.manifest)
+    tails = [Path(*recorded.parts[i:]) for i in range(len(recorded.parts)) if ".." not in recorded.parts[i:]]
+    candidates = [folder / recorded] + [folder / tail for tail in tails if not tail.is_absolute()]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise TaskMissing(f"the task's manifest {document.manifest} is not found from {folder} (nor "
+                      f"{', '.join(str(c) for c in dict.fromkeys(candidates[1:]))})")
 
 
 def rederive(document: cert_schema.Certificate | cert_schema.Witness, document_path: Path) -> Prepared:

@@ -9,23 +9,21 @@ from pathlib import Path
 
 import click
 
-from orchestrator.batch import batch_and_report, verify_on_ray
+from orchestrator.batch import NoTasks, batch_and_report, verify_on_ray
 from orchestrator.cert_check import SOLVERS, run_check
+from orchestrator.certificate import unwritable
+from orchestrator.explain import document_notes, human
 from orchestrator.job import STAGE, Event, run_verify
-from orchestrator.report import exit_status
-from orchestrator.result import Result, shown_state
+from orchestrator.report import FAIL_ON, batch_exit_status
+
+POSITIVE = click.FloatRange(min=0, min_open=True)   # --timeout: a budget of 0 s or less is a usage error
 
 
-def _human(result: Result) -> str:
-    lines = [f"{result.name}: {result.verdict}"]
-    lines += [f"  {prop:20} {shown_state(prop, state)}" for prop, state in result.properties.items()]
-    lines += [f"  finding ({f['property']}): {f['message']}" for f in result.findings]
-    if result.reason:
-        lines.append(f"  reason: {result.reason}")
-    if result.axioms:
-        lines.append(f"  axioms used: {', '.join(result.axioms)}")
-    lines.append(f"  {result.stats.get('obligations', 0)} obligations, {result.stats.get('wall_seconds', 0)} s")
-    return "\n".join(lines)
+def _writable(option: str, path: Path | None) -> None:
+    """Fail before the run, not after it, when a requested output file cannot be written."""
+    problem = unwritable(path) if path is not None else None
+    if problem:
+        raise click.UsageError(f"{option} {path}: {problem}")
 
 
 class _Lark(click.Group):
@@ -52,8 +50,8 @@ def main() -> None:
 @main.command("verify")
 @click.argument("task", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print exactly one JSON object on stdout.")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
-              help="Overall time budget in seconds.")
+@click.option("--timeout", "timeout_s", type=POSITIVE, default=600.0, show_default=True,
+              help="Time budget of the whole task in seconds (compile, capture, verification, certificate).")
 @click.option("--certificate", "certificate", type=click.Path(path_type=Path), default=None,
               help="If verified, write the certificate here (re-check it with `lark check`).")
 @click.option("--witness", "witness", type=click.Path(path_type=Path), default=None,
@@ -76,8 +74,10 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
                    allow_narrowing: bool, use_llm: bool, llm_budget: int | None) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
-    if task.is_dir() and (task / "lark.toml").is_file():
-        task = task / "lark.toml"
+    if task.is_dir():
+        task = task / "lark.toml"      # a folder without one is an intake error that says so
+    _writable("--certificate", certificate)
+    _writable("--witness", witness)
 
     def progress(event: Event) -> None:
         if event.kind == STAGE and not as_json:
@@ -93,7 +93,9 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
     else:
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
                             allow_narrowing=allow_narrowing, llm=llm)
-    click.echo(json.dumps(result.to_json(), indent=None if as_json else 2) if as_json else _human(result))
+    click.echo(json.dumps(result.to_json()) if as_json else human(result))
+    for note in document_notes(result, {"certificate": certificate, "witness": witness}):
+        click.echo(note, err=True)
     sys.exit(result.exit_status)
 
 
@@ -118,7 +120,8 @@ def _llm(use_llm: bool, budget: int | None):
               help="Which solver(s) re-prove a certificate's obligations.")
 def check_command(file: Path, solver: str) -> None:
     """Re-check a certificate, or replay a witness, written by `lark verify`. Exit 0 if it holds, 1 if it
-    does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness."""
+    does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness,
+    or the task it names is found neither where it says nor beside it (cannot check)."""
     status, text = run_check(file, solver)
     click.echo(text, err=status != 0)
     sys.exit(status)
@@ -131,21 +134,34 @@ def check_command(file: Path, solver: str) -> None:
 @click.option("--address", default=None, help="Join this Ray cluster (default: $RAY_ADDRESS; else start one).")
 @click.option("--report", type=click.Path(path_type=Path), default=None, help="Write an HTML report here.")
 @click.option("--junit", type=click.Path(path_type=Path), default=None, help="Write JUnit XML here.")
+@click.option("--certificates", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write each verified task's certificate and each refuted task's witness into this folder "
+                   "(the HTML report links them).")
 @click.option("--state", type=click.Path(path_type=Path), default=None,
               help="Results file that makes a rerun skip finished tasks (default: beside --report or --junit, "
                    "else .lark/batch-state.jsonl).")
-@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True,
+@click.option("--timeout", "timeout_s", type=POSITIVE, default=600.0, show_default=True,
               help="Wall-time budget of each task in seconds.")
+@click.option("--fail-on", "fail_on", type=click.Choice(FAIL_ON), default="refuted", show_default=True,
+              help="Lowest verdict that fails the batch: `unknown` makes an undecided task fail it too (exit 2).")
 @click.option("--solver-seconds", "solver_s", type=float, default=None,
               help="Solver-time budget of each task in seconds (default: no limit beyond --timeout).")
 def batch_command(source: Path, workers: int | None, address: str | None, report: Path | None, junit: Path | None,
-                  state: Path | None, timeout_s: float, solver_s: float | None) -> None:
+                  certificates: Path | None, state: Path | None, timeout_s: float, fail_on: str,
+                  solver_s: float | None) -> None:
     """Verify every lark.toml under SOURCE (a directory), or each manifest listed in SOURCE (a file).
-    Exit 0 if no task is refuted or error (unknown allowed), 1 if some task is refuted, 3 if some is error."""
-    outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s)
+    Exit 3 if some task is error, or SOURCE does not exist or holds no task; else 1 if some task is refuted;
+    else 2 if some is unknown and --fail-on unknown; else 0."""
+    _writable("--report", report)
+    _writable("--junit", junit)
+    try:
+        outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s,
+                                    certificates)
+    except NoTasks as exc:
+        raise click.UsageError(str(exc)) from None
     for o in outcomes:
         click.echo(f"{o.result.verdict:9} {o.result.name}{'  (resumed)' if o.resumed else ''}")
-    sys.exit(exit_status([o.result for o in outcomes]))
+    sys.exit(batch_exit_status([o.result for o in outcomes], fail_on))
 
 
 SERVICE_FAILURE = 4     # `lark submit`: the service could not be reached or refused the call (not a verdict)
@@ -216,5 +232,5 @@ def submit_command(task: Path, address: str, wait: bool, as_json: bool, token: s
         click.echo(f"error: the stream of job {submitted.job_id} ended without a verdict", err=True)
         sys.exit(SERVICE_FAILURE)
     result = submitted.result
-    click.echo(json.dumps(result.to_json()) if as_json else _human(result))
+    click.echo(json.dumps(result.to_json()) if as_json else human(result))
     sys.exit(result.exit_status)

@@ -77,6 +77,8 @@ class CompiledKernel:
     all of them. Triton appends scratch-buffer pointers that its launcher supplies, so it sets this.
     `shared_bytes` is the dynamic shared memory the kernel's own launcher passes (Triton's `metadata.shared`,
     the size of its `extern .shared global_smem`); None when the manifest's launch decides it.
+    `param_types` are the source's types of the user parameters, in order, where the source has them
+    (Triton's signature, e.g. "*fp32"; PTX pointers are untyped), for checking the bound tensors' dtypes.
     """
 
     ptx: str
@@ -84,6 +86,7 @@ class CompiledKernel:
     block: Dim3 | None
     user_params: int | None = None
     shared_bytes: int | None = None
+    param_types: tuple[str, ...] | None = None
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -163,25 +166,27 @@ def _nvcc_banner(nvcc: str, _size: int, _mtime_ns: int) -> str:
     return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "unknown"
 
 
-def _run_nvcc(spec: KernelSpec, outputs: list[str]) -> subprocess.CompletedProcess:
+def _run_nvcc(spec: KernelSpec, outputs: list[str], timeout_s: float = NVCC_TIMEOUT_S) -> subprocess.CompletedProcess:
     """nvcc with LARK's flags on the spec's source; a timeout or a failure is a FrontendError."""
     cmd = [_nvcc(), *NVCC_FLAGS, f"-arch={spec.arch}", *outputs, str(spec.source)]
+    limit = max(min(timeout_s, NVCC_TIMEOUT_S), 0.1)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=NVCC_TIMEOUT_S)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        raise FrontendError("kernel.source", f"nvcc ran over {NVCC_TIMEOUT_S} s on {spec.source}") from None
+        raise FrontendError("kernel.source", f"nvcc ran over {limit:.1f} s on {spec.source} (the time left of "
+                                             f"the task's --timeout, at most {NVCC_TIMEOUT_S} s)") from None
     if proc.returncode != 0:
         detail = _trim(proc.stderr or proc.stdout)
         raise FrontendError("kernel.source", f"nvcc could not compile {spec.source.name}:\n{detail}")
     return proc
 
 
-def _compile_cuda(spec: KernelSpec) -> tuple[CompiledKernel, list[Path] | None]:
+def _compile_cuda(spec: KernelSpec, timeout_s: float) -> tuple[CompiledKernel, list[Path] | None]:
     """nvcc -ptx into a temporary folder, with the files it read (`-MD`; None if nvcc wrote no list, and
     then nothing is cached); nvcc's diagnostics become the FrontendError's message."""
     with tempfile.TemporaryDirectory(prefix="lark-nvcc-") as tmp:
         out, deps = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.d"
-        _run_nvcc(spec, ["-MD", "-MF", str(deps), "-o", str(out)])
+        _run_nvcc(spec, ["-MD", "-MF", str(deps), "-o", str(out)], timeout_s)
         ptx = out.read_text(encoding="utf-8")
         read = make_prerequisites(deps.read_text(encoding="utf-8"), Path.cwd()) if deps.is_file() else None
     _check_entry(ptx, spec.entry, spec.source)
@@ -305,10 +310,14 @@ def _triton_message(exc: Exception, fn: Any, source: Path) -> str:
     return f"Triton could not compile {fn.__name__}{where}:\n{_trim(text, from_error=False)}"
 
 
-def _compile_triton(spec: KernelSpec) -> tuple[CompiledKernel, list[Path]]:
+def _compile_triton(spec: KernelSpec, timeout_s: float) -> tuple[CompiledKernel, list[Path]]:
     """triton.compile for an sm_NN target without a GPU, with line info (findings name the Python line),
     and the files it may have read (the folder's `.py` tree). Triton's own on-disk cache gets a throwaway
-    folder: its key is Triton's idea of the kernel's dependencies, and ours is the one that decides."""
+    folder: its key is Triton's idea of the kernel's dependencies, and ours is the one that decides. It
+    compiles in-process (~2 s), so `timeout_s` only decides whether it starts: the job's deadline stops
+    what follows."""
+    if timeout_s <= 0:
+        raise FrontendError("kernel.source", "no time is left of the task's --timeout to compile the kernel")
     import triton
     from triton import knobs
 
@@ -326,8 +335,9 @@ def _compile_triton(spec: KernelSpec) -> tuple[CompiledKernel, list[Path]]:
             raise FrontendError("kernel.source", _triton_message(exc, fn, spec.source)) from None
     ptx = compiled.asm["ptx"]
     _check_entry(ptx, spec.entry, spec.source)
-    user_params = sum(1 for ty in signature.values() if ty != "constexpr")
-    kernel = CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), user_params, int(compiled.metadata.shared))
+    types = tuple(ty for ty in signature.values() if ty != "constexpr")
+    kernel = CompiledKernel(ptx, spec.entry, (32 * spec.num_warps, 1, 1), len(types), int(compiled.metadata.shared),
+                            types)
     return kernel, python_files(spec.source)
 
 
@@ -335,7 +345,7 @@ def _compile_triton(spec: KernelSpec) -> tuple[CompiledKernel, list[Path]]:
 # Dispatch and the on-disk cache
 # ---------------------------------------------------------------------------------------------------------
 
-Compiler = Callable[[KernelSpec], tuple[CompiledKernel, list[Path] | None]]  # the PTX and the files read
+Compiler = Callable[[KernelSpec, float], tuple[CompiledKernel, list[Path] | None]]  # spec, timeout -> PTX, files read
 COMPILERS: dict[str, Compiler] = {
     "cuda": _compile_cuda,
     "triton": _compile_triton,
@@ -385,7 +395,9 @@ def _cache_load(key: str) -> tuple[CompiledKernel, FileHashes] | None:
         if not unchanged(inputs):
             return None
         block = tuple(fields["block"]) if fields["block"] is not None else None
-        kernel = CompiledKernel(fields["ptx"], fields["entry"], block, fields["user_params"], fields["shared_bytes"])
+        types = tuple(fields["param_types"]) if fields.get("param_types") is not None else None
+        kernel = CompiledKernel(fields["ptx"], fields["entry"], block, fields["user_params"], fields["shared_bytes"],
+                                types)
         return kernel, inputs
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -414,10 +426,10 @@ def _read_source(spec: KernelSpec) -> str:
         raise FrontendError("kernel.source", f"cannot read {spec.source}: {exc}") from None
 
 
-def compile_kernel(spec: KernelSpec) -> CompiledKernel:
+def compile_kernel(spec: KernelSpec, timeout_s: float = NVCC_TIMEOUT_S) -> CompiledKernel:
     """PTX for the kernel a manifest names, from the cache when the same compile of the same files was
-    done before. An entry is not stored when a file it read was modified after the compile began (the
-    compiler may have read the old bytes)."""
+    done before, else compiled within `timeout_s` seconds. An entry is not stored when a file it read was
+    modified after the compile began (the compiler may have read the old bytes)."""
     text = _read_source(spec)
     if spec.language == "ptx":
         _check_entry(text, spec.entry, spec.source)
@@ -427,7 +439,7 @@ def compile_kernel(spec: KernelSpec) -> CompiledKernel:
     if cached is not None:
         return cached[0]
     started_ns = time.time_ns()
-    kernel, read = COMPILERS[str(spec.language)](spec)
+    kernel, read = COMPILERS[str(spec.language)](spec, timeout_s)
     if read is not None and not changed_since(read, started_ns):
         _cache_store(key, kernel, hash_files(read))
     return kernel

@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path, PurePosixPath
 
 from lean_pool.budget import CANCELLED, Budget
@@ -23,9 +24,12 @@ from lean_pool.cancel import CURRENT, CancelToken
 from lean_pool.checker import Checker, Z3Checker
 from lean_pool.stack import assemble
 from orchestrator.certificate import NoCertificate, write_certificate, write_witness
+from orchestrator.deadline import DeadlinePassed, within
+from orchestrator.explain import annotate
 from orchestrator.llm.plug import LLMProvers
 from orchestrator.manifest import IntakeError
 from orchestrator.pipeline import prepare
+from orchestrator.progress import Counting
 from orchestrator.provers import bounds, inverse, reindex
 from orchestrator.result import Result, error, from_report
 from orchestrator.search import Closed, Goal, ProverStrategy, Search, Strategy
@@ -97,10 +101,17 @@ class _Reporter:
         if self.events is not None:
             self.events(Event(kind, data))
 
+    current = "intake"
+
     def stage(self, stage: str) -> None:
         if self.cancel is not None and self.cancel.cancelled:
             raise Cancelled(stage)
+        self.current = stage
         self.emit(STAGE, {"stage": stage})
+
+    def progress(self, checked: int, elapsed_s: float) -> None:
+        """A long stage's progress, as a stage event of the same stage (`progress.Counting` calls it)."""
+        self.emit(STAGE, {"stage": f"{self.current}: {checked} obligations checked, {elapsed_s:.0f} s since the start"})
 
     def goal(self, goal: Goal, closed: Closed) -> None:
         self.emit(GOAL, {"kind": goal.kind, "key": goal.key, "proved": closed.proved, "strategy": closed.strategy,
@@ -128,8 +139,9 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
     reset = CURRENT.set(cancel)          # a running in-process z3 query of this thread stops when cancelled
     try:
         with cancel.stopping(budget.cancel):
-            result = _run(manifest, timeout_s, reporter, certificate, witness, TracingChecker(checker), budget,
-                          search_width, allow_narrowing, llm)
+            counted = Counting(TracingChecker(checker), reporter.progress)
+            result = _run(manifest, timeout_s, reporter, certificate, witness, counted, budget, search_width,
+                          allow_narrowing, llm)
     finally:
         CURRENT.reset(reset)
     for finding in result.findings:
@@ -142,24 +154,30 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
          checker: Checker, budget: Budget, search_width: int, allow_narrowing: bool = False,
          llm: LLMProvers | None = None) -> Result:
     start = time.monotonic()
+    deadline = start + timeout_s
     name = manifest.parent.name
     stages = Stages(reporter.stage)
     with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
             Search(checker, STRATEGIES, budget, search_width, on_close=reporter.goal) as search:
         try:
             reporter.stage("intake")
-            prepared = prepare(manifest, allow_narrowing, capture_s=max(1.0, timeout_s - (time.monotonic() - start)))
+            prepared = prepare(manifest, allow_narrowing, deadline=deadline, on_stage=reporter.stage)
             name = prepared.task.name
             provers = replace(PROVERS, search=search.hook)
             if llm is not None:
                 provers = llm.plug(search, provers, prepared)
-            report = verify(prepared.problem, checker, provers, timeout_s, stages)
+            report = within(deadline, lambda: verify(prepared.problem, checker, provers, timeout_s, stages))
             if reporter.cancel.cancelled:
                 raise Cancelled("verdict")
         except (IntakeError, ReferenceCaptureError) as exc:
             return error(name, str(exc), time.monotonic() - start)
         except Cancelled:
             return unknown(name, CANCELLED, time.monotonic() - start)
+        except DeadlinePassed:
+            stopped = unknown(name, f"wall-time budget of {timeout_s:g} s exhausted (during {reporter.current})",
+                              time.monotonic() - start)
+            stopped.stats["obligations"] = getattr(checker, "checked", 0)
+            return stopped
         except Unsupported as exc:
             return unknown(name, f"unsupported: {exc}", time.monotonic() - start)
         except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
@@ -175,17 +193,40 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             result.reason = f"{stop}: {result.reason}"
         job.set_attributes({"lark.task": name, "lark.verdict": result.verdict,
                             **{f"lark.property.{p}": state for p, state in result.properties.items()}})
-    if certificate is not None and result.verdict == "verified":
-        try:
-            result.certificate = str(write_certificate(certificate, manifest, prepared, report))
-        except (NoCertificate, OSError) as exc:
-            result.reason = f"certificate not written: {exc}"
-    if witness is not None and result.verdict == "refuted":
-        try:
-            write_witness(witness, manifest, prepared, report)
-        except (NoCertificate, OSError) as exc:
-            result.reason = f"witness not written: {exc}"
+    annotate(result, prepared)
+    _write_documents(result, manifest, prepared, report, {"certificate": certificate, "witness": witness}, deadline)
     return result
+
+
+WRITERS = {"certificate": ("verified", write_certificate), "witness": ("refuted", write_witness)}
+
+
+def _write_documents(result: Result, manifest: Path, prepared, report, paths: dict[str, Path | None],
+                     deadline: float) -> None:
+    """Write the certificate of a verified task, the witness of a refuted one, where asked, before the
+    deadline (a certificate replays the proof). A file that cannot be written, in time or at all, makes the
+    result an error: the user asked for it, and a CI gate must not pass without it. The accepted hints not
+    replaying (NoCertificate) is LARK's own shortfall, said in the reason."""
+    for kind, (verdict, write) in WRITERS.items():
+        path = paths.get(kind)
+        if path is None or result.verdict != verdict:
+            continue
+        replay = CancelToken()              # stops the replay's running z3 query at the deadline
+        reset = CURRENT.set(replay)
+        try:
+            written = within(deadline, partial(write, path, manifest, prepared, report), replay.cancel)
+        except NoCertificate as exc:
+            result.reason = f"{kind} not written: {exc}"
+            continue
+        except (OSError, DeadlinePassed) as exc:
+            why = exc.strerror or str(exc) if isinstance(exc, OSError) else "the wall-time budget ran out"
+            result.reason = f"the task is {verdict}, but the {kind} cannot be written to {path}: {why}"
+            result.verdict = "error"
+            continue
+        finally:
+            CURRENT.reset(reset)
+        if kind == "certificate":
+            result.certificate = str(written)
 
 
 def run_sources(sources: Sources, timeout_s: float, events: EventSink | None = None,

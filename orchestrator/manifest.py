@@ -502,6 +502,10 @@ def _check_names(launch: LaunchSpec, reference: ReferenceSpec | None, tensors: d
 
 def _read_toml(path: Path) -> dict[str, Any]:
     """Read the manifest, turning I/O and syntax errors into intake errors that point at the file."""
+    if path.is_dir():
+        raise IntakeError("manifest", f"{path} is a folder, not a lark.toml")
+    if not path.is_file() and path.name == "lark.toml" and path.parent.is_dir():
+        raise IntakeError("manifest", f"the folder {path.parent} has no lark.toml")
     if not path.is_file():
         raise IntakeError("manifest", f"no such file: {path}")
     try:

@@ -8,6 +8,8 @@ A safety-only task (no [reference]) skips stage 4: its buffers and scalars come 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import z3
 
 from orchestrator.bindings import check_bindings
 from orchestrator.capture_cache import capture_cached
-from orchestrator.frontends import CompiledKernel, compile_kernel
+from orchestrator.frontends import NVCC_TIMEOUT_S, CompiledKernel, compile_kernel
 from orchestrator.manifest import NULL, IntakeError, Task, load_task
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
@@ -27,6 +29,8 @@ from semantics.torch.graph import ScalarSpec, TensorSpec
 from semantics.torch.ops import RefEnv, reference_outputs
 from semantics.torch.ops import Unsupported as TorchUnsupported
 from semantics.verdict import Problem
+
+CAPTURE_MIN_S = 1.0     # a capture always gets this long (a cached one takes none of it)
 
 
 @dataclass
@@ -93,12 +97,16 @@ def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
     return z3.Real(f"scalar.{name}") if spec.kind == "float" else z3.BitVec(f"scalar.{name}", 64)
 
 
-def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0) -> Prepared:
+def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0, deadline: float | None = None,
+            on_stage: Callable[[str], None] | None = None) -> Prepared:
     """Stages 1-5 for the manifest at `path`. `allow_narrowing` lets float conversions narrower than the
     reference's dtype stand as the identity (axiom float.narrowing, listed per use). `capture_s` bounds the
-    reference's capture in wall-clock time (a job passes what is left of its timeout)."""
+    reference's capture in wall-clock time; a job's `deadline` (time.monotonic()) bounds the compile and
+    the capture by what is left of its timeout. `on_stage` hears the stages that can take seconds."""
+    note = on_stage or (lambda _stage: None)
     task = load_task(path)
-    compiled = compile_kernel(task.kernel)
+    note("compile")
+    compiled = compile_kernel(task.kernel, _left(deadline, NVCC_TIMEOUT_S))
     try:
         module = parse_ptx(compiled.ptx)
     except PtxSyntaxError as exc:
@@ -107,7 +115,8 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0)
     kernel.vars = kernel.vars + [v for v in module.vars if v.space == ".shared"]  # Triton's module-scope smem
     if task.safety_only:
         return Prepared(task, compiled, kernel, None, _safety_problem(task, compiled, kernel, module.files))
-    graph = capture_cached(task.reference.source, capture_s)
+    note("capture the reference")
+    graph = capture_cached(task.reference.source, max(_left(deadline, capture_s), CAPTURE_MIN_S))
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
     scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs
@@ -117,7 +126,7 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0)
     user_params = kernel.params[:n_user]
     bound_kinds = {name: f"tensor:{b.dtype}" for name, b in buffers.items()}
     bound_kinds.update({name: f"scalar:{'float' if z3.is_real(s) else 'int'}" for name, s in scalars.items()})
-    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
+    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds, compiled.param_types)
 
     args: list[object] = [buffers.get(a, scalars.get(a)) if isinstance(a, str) else a for a in task.launch.args]
     _bind_nulls(task, args, buffers)
@@ -135,6 +144,11 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0)
                       language=task.kernel.language,
                       precision=Precision(_reference_float_bits(buffers), allow_narrowing))
     return Prepared(task, compiled, kernel, graph, problem)
+
+
+def _left(deadline: float | None, most: float) -> float:
+    """Seconds left before `deadline`, at most `most` (all of `most` without a deadline)."""
+    return most if deadline is None else min(most, deadline - time.monotonic())
 
 
 def _safety_buffers(task: Task) -> dict[str, Buffer]:
@@ -175,7 +189,7 @@ def _safety_problem(task: Task, compiled: CompiledKernel, kernel: Kernel, files:
     scalars = _scalar_params(task, user_params)
     bound_kinds = {name: f"tensor:{b.dtype}" for name, b in buffers.items()}
     bound_kinds.update({name: "scalar:int" for name in scalars})
-    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds)
+    check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds, compiled.param_types)
     args: list[object] = [buffers.get(a, scalars[a].symbol if a in scalars else None) if isinstance(a, str) else a
                           for a in task.launch.args]
     _bind_nulls(task, args, buffers)

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from orchestrator.batch import State, discover, task_key
-from orchestrator.report import exit_status, write_html, write_junit
+from orchestrator.report import batch_exit_status, write_html, write_junit
 from orchestrator.result import Result, error
 from tests.tiny_tasks import write_task
 
@@ -52,7 +52,7 @@ def test_state_survives_a_torn_last_line(tmp_path):
     assert list(again.done) == ["k1"] and again.done["k1"].verdict == "verified"
 
 
-def test_reports_and_exit_status(tmp_path):
+def test_reports_and_batch_exit_status(tmp_path):
     rows = [(tmp_path / n / "lark.toml", result(n, v, r)) for n, v, r in
             [("ok", "verified", None), ("bad", "refuted", None), ("maybe", "unknown", "timeout"),
              ("broken", "error", "kernel: required key is missing")]]
@@ -71,6 +71,6 @@ def test_reports_and_exit_status(tmp_path):
     assert all(name in page for name in cases) and "y[3] differs" in page
 
     verdicts = [r for _, r in rows]
-    assert exit_status(verdicts) == 3
-    assert exit_status(verdicts[:3]) == 1
-    assert exit_status([verdicts[0], verdicts[2]]) == 0
+    assert batch_exit_status(verdicts) == 3
+    assert batch_exit_status(verdicts[:3]) == 1
+    assert batch_exit_status([verdicts[0], verdicts[2]]) == 0

@@ -141,9 +141,9 @@ def counting_compiles(monkeypatch: pytest.MonkeyPatch, language: str = "cuda") -
     calls: list[str] = []
     compiler = frontends.COMPILERS[language]
 
-    def counting(spec: KernelSpec):
+    def counting(spec: KernelSpec, timeout_s: float):
         calls.append(spec.entry)
-        return compiler(spec)
+        return compiler(spec, timeout_s)
 
     monkeypatch.setitem(frontends.COMPILERS, language, counting)
     return calls
@@ -205,8 +205,8 @@ def test_an_edit_during_the_compile_leaves_no_entry(tmp_path: Path, monkeypatch:
     spec = spec_of(write_task(tmp_path / "relu"))
     compiler = frontends.COMPILERS["cuda"]
 
-    def edited_meanwhile(spec: KernelSpec):
-        answer = compiler(spec)
+    def edited_meanwhile(spec: KernelSpec, timeout_s: float):
+        answer = compiler(spec, timeout_s)
         (spec.source.parent / "op.cuh").write_text(HEADER.format(body=WRONG))
         return answer
 
@@ -328,7 +328,8 @@ class InProcessFleet:
     def __init__(self, verifiers: int, checkers: int | None = None):
         pass
 
-    def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done) -> None:
+    def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done,
+            documents=None) -> None:
         for text in manifests:
             InProcessFleet.verified.append(Path(text).parent.name)
             result: Result = run_verify(Path(text), timeout_s, solver_s=solver_s)

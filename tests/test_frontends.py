@@ -115,9 +115,9 @@ def test_cache_hit_skips_the_compiler(
 ) -> None:
     calls: list[str] = []
 
-    def counting(spec: KernelSpec) -> tuple[CompiledKernel, list[Path] | None]:
+    def counting(spec: KernelSpec, timeout_s: float) -> tuple[CompiledKernel, list[Path] | None]:
         calls.append(spec.entry)
-        return frontends._compile_cuda(spec)
+        return frontends._compile_cuda(spec, timeout_s)
 
     monkeypatch.setitem(frontends.COMPILERS, "cuda", counting)
     cu = source(tmp_path, "relu.cu", RELU_CU)

@@ -84,6 +84,7 @@ def _result(value: Any, where: str) -> dict[str, Any] | None:
 
 def _load(source: Path) -> Any:
     try:
+        sys.path.insert(0, str(Path(source).resolve().parent))   # ref.py may import a module beside it
         spec = importlib.util.spec_from_file_location("lark_reference", source)
         module = importlib.util.module_from_spec(spec)
         sys.modules["lark_reference"] = module
