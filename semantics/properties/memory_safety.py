@@ -11,7 +11,9 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
+    input_reads,
     mentions_opaque,
+    shaped_inputs,
     shaped_thread,
     thread_witness,
     witness_reached,
@@ -30,11 +32,10 @@ def safe(access: Access, buffer: Buffer) -> z3.BoolRef:
 
 
 def obligation(access: Access, buffer: Buffer, thread: Thread, launch_ok: z3.BoolRef) -> Obligation:
-    witness = thread_witness(thread, access.loops)
-    witness["offset"] = access.offset
-    return Obligation(
-        f"memory_safety: {access.kind} {buffer.name} at line {access.line}", "memory_safety",
-        z3.And(launch_ok, access.guard, z3.Not(safe(access, buffer))), witness)
+    formula = z3.And(launch_ok, access.guard, z3.Not(safe(access, buffer)))
+    witness = {**thread_witness(thread, access.loops), "offset": access.offset, **input_reads(formula)}
+    return Obligation(f"memory_safety: {access.kind} {buffer.name} at line {access.line}", "memory_safety",
+                      formula, witness)
 
 
 def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, launch_ok: z3.BoolRef,
@@ -54,6 +55,7 @@ def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, la
                 witness_reached(access.loops, ob.witness, outcome.model, checker, timeout_s, "memory_safety"):
             result.downgrade(VIOLATED)
             result.findings.append(_finding(access, buffer, outcome.model))
+            result.findings[-1].witness["inputs"] = shaped_inputs(ob.formula, outcome.model)
             break
         result.downgrade(UNKNOWN, f"could not prove the {access.kind} of {buffer.name} at line {access.line} "
                                   f"in bounds ({outcome.reason or 'counterexample not confirmed'})")
