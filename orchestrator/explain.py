@@ -54,7 +54,8 @@ def element(buffer: str, index: int, shapes: Shapes) -> str:
 
 def buffer_shapes(prepared) -> dict[str, tuple[int, ...]]:
     """Each named tensor's shape: the reference's inputs, outputs and parameters, and declared tensors."""
-    shapes = {name: tuple(decl.shape) for name, decl in prepared.task.tensors.items() if not decl.unbounded}
+    shapes = {name: tuple(decl.shape) for name, decl in prepared.task.tensors.items()
+              if decl.shape is not None and not decl.unbounded}   # a declaration may give only `init`
     ref, graph = prepared.task.reference, prepared.graph
     if ref is None or graph is None:
         return shapes
