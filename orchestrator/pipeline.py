@@ -129,15 +129,7 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
     check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds, compiled.param_types)
 
     args: list[object] = [buffers.get(a, scalars.get(a)) if isinstance(a, str) else a for a in task.launch.args]
-    _bind_nulls(task, args, buffers)
-    for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
-        buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
-        args.append(buffers[extra.name])
-
-    block = task.launch.block or compiled.block
-    # Triton's launcher always passes the compiled kernel's own shared-memory size; nvcc kernels take the manifest's.
-    shared_bytes = task.launch.dynamic_shared_bytes if compiled.shared_bytes is None else compiled.shared_bytes
-    launch = Launch(task.launch.grid, block, shared_bytes)
+    launch = _launch(task, compiled, kernel.params[n_user:], args, buffers)
     references, problem_text = _references(graph, task, buffers, scalars, origin)
     problem = Problem(kernel, launch, buffers, args, references, problem_text,
                       shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files,
@@ -192,13 +184,7 @@ def _safety_problem(task: Task, compiled: CompiledKernel, kernel: Kernel, files:
     check_bindings(task, [(p.name, p.type, p.is_ptr) for p in user_params], bound_kinds, compiled.param_types)
     args: list[object] = [buffers.get(a, scalars[a].symbol if a in scalars else None) if isinstance(a, str) else a
                           for a in task.launch.args]
-    _bind_nulls(task, args, buffers)
-    for extra in kernel.params[n_user:]:  # Triton's own scratch pointers: never bound to user data
-        buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
-        args.append(buffers[extra.name])
-    block = task.launch.block or compiled.block
-    shared_bytes = task.launch.dynamic_shared_bytes if compiled.shared_bytes is None else compiled.shared_bytes
-    launch = Launch(task.launch.grid, block, shared_bytes, tuple(scalars.values()))
+    launch = _launch(task, compiled, kernel.params[n_user:], args, buffers, tuple(scalars.values()))
     return Problem(kernel, launch, buffers, args, None, None,
                    shared_symbols={str(s.symbol) for s in scalars.values()}, source_files=files,
                    language=task.kernel.language, precision=Precision(_reference_float_bits(buffers)),
@@ -211,6 +197,20 @@ def _bind_nulls(task: Task, args: list[object], buffers: dict[str, Buffer]) -> N
         if arg == NULL:
             null = null_allocation(i)
             args[i] = buffers[null.name] = null
+
+
+def _launch(task: Task, compiled: CompiledKernel, extras: list, args: list[object], buffers: dict[str, Buffer],
+            scalars: tuple = ()) -> Launch:
+    """Finish the arguments (null pointers bound; Triton's own scratch pointers `extras` as opaque buffers,
+    never bound to user data) and make the launch. Triton's launcher always passes the compiled kernel's own
+    shared-memory size; nvcc kernels take the manifest's."""
+    _bind_nulls(task, args, buffers)
+    for extra in extras:
+        buffers[extra.name] = Buffer(extra.name, "uint8", 0, 1, "opaque")
+        args.append(buffers[extra.name])
+    block = task.launch.block or compiled.block
+    shared_bytes = task.launch.dynamic_shared_bytes if compiled.shared_bytes is None else compiled.shared_bytes
+    return Launch(task.launch.grid, block, shared_bytes, scalars)
 
 
 def _reference_float_bits(buffers: dict[str, Buffer]) -> int:
