@@ -1,0 +1,134 @@
+"""The logical rules of the kernel: each makes a `Theorem` from its inputs or raises `Refused`.
+
+Every docstring states the rule's theorem, with Γ, Δ the premises' hypotheses. The only rule that asks a
+solver is `by_smt`; every other rule checks its inputs structurally (hash-consed z3 ASTs: `a.eq(b)` is
+identity). Free symbols of a statement are universally quantified, so `instantiate` may replace one.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from lean_pool.checker import PROVED, Checker, Obligation
+from semantics.axioms import ground_facts
+from semantics.proof.theorem import Refused, Theorem, _mint
+
+
+def negation(claim: z3.BoolRef) -> z3.BoolRef:
+    """¬claim, written as the solver is asked it: Not(Not(F)) is F itself, so a claim stated as "this
+    failure formula F cannot happen" is checked as the very obligation F."""
+    return claim.arg(0) if z3.is_not(claim) else z3.Not(claim)
+
+
+def by_smt(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, prop: str,
+           with_facts: bool = False, witness: dict | None = None) -> Theorem:
+    """⊢ claim when the checker finds ¬claim unsat; with `with_facts`, ⊢ claim under the axiom instances
+    A that `semantics.axioms.ground_facts` gives for ¬claim (the facts of the ideal functions it applies),
+    when ¬claim ∧ A is unsat.
+
+    The obligation's formula is `negation(claim)`, and with facts `z3.And(¬claim, *A)` (even when A is empty:
+    the text equivalence obligations have always had). The instances come from the trusted axiom table,
+    never from the caller, and are listed in the theorem. Anything but `proved` (a model, `unknown`, a
+    timeout) raises `Refused` carrying the obligation and its outcome."""
+    negated = negation(claim)
+    facts = tuple(ground_facts(negated)) if with_facts else ()
+    formula = z3.And(negated, *facts) if with_facts else negated
+    ob = Obligation(name, prop, formula, witness or {})
+    outcome = checker.check(ob, timeout_s)
+    if outcome.status != PROVED:
+        raise Refused(f"by_smt: {name}: {outcome.status}", ob, outcome)
+    return _mint(claim, "by_smt", axioms=facts, evidence=((ob, outcome),))
+
+
+def assume(p: z3.BoolRef) -> Theorem:
+    """{p} ⊢ p. The hypothesis stays in every theorem built from this one until discharged by `mp` of an
+    implication (a theorem with hypotheses never `states` a goal)."""
+    return _mint(p, "assume", hypotheses=(p,))
+
+
+def mp(implication: Theorem, premise: Theorem) -> Theorem:
+    """From Γ ⊢ a → b and Δ ⊢ a, conclude Γ ∪ Δ ⊢ b (modus ponens)."""
+    c = implication.conclusion
+    if not z3.is_implies(c):
+        raise Refused(f"mp: {c} is not an implication")
+    if not c.arg(0).eq(premise.conclusion):
+        raise Refused(f"mp: the premise {premise.conclusion} is not the antecedent {c.arg(0)}")
+    return _mint(c.arg(1), "mp", (implication, premise))
+
+
+def disch(hypothesis: z3.BoolRef, theorem: Theorem) -> Theorem:
+    """From Γ ⊢ b conclude Γ \\ {a} ⊢ a → b (the deduction theorem: a hypothesis becomes an antecedent)."""
+    rest = tuple(h for h in theorem.hypotheses if not h.eq(hypothesis))
+    return _mint(z3.Implies(hypothesis, theorem.conclusion), "disch", hypotheses=rest, axioms=theorem.axioms,
+                 evidence=theorem.evidence)
+
+
+def conj(*theorems: Theorem) -> Theorem:
+    """From Γ_i ⊢ a_i conclude ∪Γ_i ⊢ a_1 ∧ … ∧ a_n (n ≥ 1)."""
+    if not theorems:
+        raise Refused("conj: no conjuncts")
+    return _mint(z3.And(*(t.conclusion for t in theorems)), "conj", theorems)
+
+
+def conj_elim(theorem: Theorem, i: int) -> Theorem:
+    """From Γ ⊢ a_0 ∧ … ∧ a_{n-1} conclude Γ ⊢ a_i."""
+    c = theorem.conclusion
+    if not z3.is_and(c) or not 0 <= i < c.num_args():
+        raise Refused(f"conj_elim: {c} has no conjunct {i}")
+    return _mint(c.arg(i), "conj_elim", (theorem,))
+
+
+def _symbol(x: z3.ExprRef) -> bool:
+    return z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED
+
+
+def instantiate(theorem: Theorem, x: z3.ExprRef, term: z3.ExprRef) -> Theorem:
+    """From Γ ⊢ P(x) under axioms A(x), with x a free symbol (held for every value of x), conclude
+    Γ[x:=t] ⊢ P(t) under A(t). x must be an uninterpreted constant and t of its sort."""
+    if not _symbol(x):
+        raise Refused(f"instantiate: {x} is not a free symbol")
+    if not x.sort().eq(term.sort()):
+        raise Refused(f"instantiate: {term} is a {term.sort()}, {x} a {x.sort()}")
+
+    def put(f: z3.BoolRef) -> z3.BoolRef:
+        return z3.substitute(f, (x, term))
+    return _mint(put(theorem.conclusion), "instantiate", hypotheses=tuple(map(put, theorem.hypotheses)),
+                 axioms=tuple(map(put, theorem.axioms)), evidence=theorem.evidence)
+
+
+def _equation(theorem: Theorem, rule: str) -> tuple[z3.ExprRef, z3.ExprRef]:
+    c = theorem.conclusion
+    if not z3.is_eq(c):
+        raise Refused(f"{rule}: {c} is not an equation")
+    return c.arg(0), c.arg(1)
+
+
+def sym(theorem: Theorem) -> Theorem:
+    """From Γ ⊢ a = b conclude Γ ⊢ b = a."""
+    a, b = _equation(theorem, "sym")
+    return _mint(b == a, "sym", (theorem,))
+
+
+def trans(first: Theorem, second: Theorem) -> Theorem:
+    """From Γ ⊢ a = b and Δ ⊢ b = c conclude Γ ∪ Δ ⊢ a = c."""
+    a, b = _equation(first, "trans")
+    b2, c = _equation(second, "trans")
+    if not b.eq(b2):
+        raise Refused(f"trans: {b} and {b2} differ")
+    return _mint(a == c, "trans", (first, second))
+
+
+def substitute(equation: Theorem, theorem: Theorem, x: z3.ExprRef | None = None,
+               template: z3.BoolRef | None = None) -> Theorem:
+    """From Γ ⊢ a = b and Δ ⊢ P(a) conclude Γ ∪ Δ ⊢ P(b) (Leibniz: equals for equals).
+
+    P is `template` with the symbol x as its hole; the kernel checks that P(a) is structurally the
+    premise. Without a template, every occurrence of a is replaced by b."""
+    a, b = _equation(equation, "substitute")
+    if template is None:
+        return _mint(z3.substitute(theorem.conclusion, (a, b)), "substitute", (equation, theorem))
+    if x is None or not _symbol(x) or not x.sort().eq(a.sort()):
+        raise Refused(f"substitute: the hole {x} is not a free symbol of sort {a.sort()}")
+    if not z3.substitute(template, (x, a)).eq(theorem.conclusion):
+        raise Refused(f"substitute: {theorem.conclusion} is not the template at {a}")
+    return _mint(z3.substitute(template, (x, b)), "substitute", (equation, theorem))

@@ -1,0 +1,86 @@
+"""The kernel's rules about comprehensions (`semantics.comprehension`): reindexing and splitting a `Sum`.
+
+Bounds are 64-bit unsigned indices and a body is a z3 array from an index to a real; Σ over [lo, hi) is
+empty when hi ≤ lo. A rule may hold only under a condition `under` (the hypothesis that a store happens:
+the bounds of a kernel's loop are symbolic); its conclusion is then `under → lhs = rhs`, and each side
+condition is an obligation `under ∧ ¬condition` that must be unsat. Side conditions are discharged by
+`rules.by_smt`, so a refused one raises `Refused` with the solver's outcome.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from lean_pool.checker import Checker
+from semantics.comprehension import INDEX, SUM
+from semantics.proof.rules import by_smt
+from semantics.proof.theorem import Refused, Theorem, _mint
+
+Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
+
+
+def _sum(term: z3.ExprRef, rule: str) -> tuple[z3.BitVecRef, z3.BitVecRef, z3.ArrayRef]:
+    if not (z3.is_app(term) and term.decl().eq(SUM)):
+        raise Refused(f"{rule}: {term} is not a Sum")
+    return term.arg(0), term.arg(1), term.arg(2)
+
+
+def _inside(i: z3.BitVecRef, lo: z3.BitVecRef, hi: z3.BitVecRef) -> z3.BoolRef:
+    return z3.And(z3.ULE(lo, i), z3.ULT(i, hi))
+
+
+def _apply(m: Map, at: z3.BitVecRef) -> z3.BitVecRef:
+    var, term = m
+    if not (z3.is_const(var) and var.sort().eq(INDEX) and term.sort().eq(INDEX)):
+        raise Refused(f"an index map must be a 64-bit variable and a 64-bit term, not {var} ↦ {term}")
+    return z3.substitute(term, (var, at))
+
+
+def _conditional(under: z3.BoolRef, equation: z3.BoolRef) -> z3.BoolRef:
+    return equation if z3.is_true(under) else z3.Implies(under, equation)
+
+
+def _side(name: str, condition: z3.BoolRef, under: z3.BoolRef, checker: Checker, timeout_s: float) -> Theorem:
+    """⊢ under → condition, or `Refused`."""
+    return by_smt(_conditional(under, condition), checker, timeout_s, name, "proof")
+
+
+def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, checker: Checker, timeout_s: float,
+                under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → Σ_{i∈[lo,hi)} f(i) = Σ_{j∈[lo',hi')} g(j), for source = Sum(lo, hi, f) and
+    target = Sum(lo', hi', g), given (each under `under`, each an obligation):
+
+    * into:      j ∈ [lo',hi') → φ(j) ∈ [lo,hi)
+    * injective: j, k ∈ [lo',hi') ∧ φ(j) = φ(k) → j = k
+    * onto:      i ∈ [lo,hi) → ψ(i) ∈ [lo',hi') ∧ φ(ψ(i)) = i   (ψ names a preimage)
+    * body:      j ∈ [lo',hi') → g(j) = f(φ(j))
+
+    Then φ is a bijection [lo',hi') → [lo,hi) with g = f∘φ on it, and finite sums of reals do not depend on
+    the order of their terms. φ and ψ are hints (untrusted); only the obligations decide."""
+    under = z3.BoolVal(True) if under is None else under
+    lo, hi, f = _sum(source, "reindex_sum")
+    lo2, hi2, g = _sum(target, "reindex_sum")
+    j, k, i = (z3.FreshConst(INDEX, n) for n in ("j", "k", "i"))
+    conditions = {
+        "into": z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), _inside(_apply(phi, j), lo, hi))),
+        "injective": z3.ForAll([j, k], z3.Implies(z3.And(_inside(j, lo2, hi2), _inside(k, lo2, hi2),
+                                                         _apply(phi, j) == _apply(phi, k)), j == k)),
+        "onto": z3.ForAll([i], z3.Implies(_inside(i, lo, hi), z3.And(_inside(_apply(psi, i), lo2, hi2),
+                                                                     _apply(phi, _apply(psi, i)) == i))),
+        "body": z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), g[j] == f[_apply(phi, j)])),
+    }
+    sides = [_side(f"reindex_sum: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
+    return _mint(_conditional(under, source == target), "reindex_sum", tuple(sides))
+
+
+def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s: float,
+                under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → Σ_{[lo,hi)} f = Σ_{[lo,m)} f + Σ_{[m,hi)} f, for whole = Sum(lo, hi, f), given the
+    obligation under → lo ≤ m ≤ hi (unsigned). (Outside that order the identity fails: with m < lo the
+    first part is empty and the second counts [m, lo) too.)"""
+    under = z3.BoolVal(True) if under is None else under
+    lo, hi, f = _sum(whole, "split_range")
+    if not m.sort().eq(INDEX):
+        raise Refused(f"split_range: the split point {m} is not a 64-bit index")
+    side = _side("split_range: lo ≤ m ≤ hi", z3.And(z3.ULE(lo, m), z3.ULE(m, hi)), under, checker, timeout_s)
+    return _mint(_conditional(under, whole == SUM(lo, m, f) + SUM(m, hi, f)), "split_range", (side,))
