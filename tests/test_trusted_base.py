@@ -40,7 +40,8 @@ def _documented() -> tuple[dict[str, tuple[int, str]], dict[str, int]]:
 def test_the_import_contracts_hold(monkeypatch):
     monkeypatch.chdir(ROOT)
     monkeypatch.syspath_prepend(str(ROOT))
-    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True) == EXIT_STATUS_SUCCESS
+    config = str(ROOT / "pyproject.toml")
+    assert lint_imports(config_filename=config, no_cache=True, no_logo=True) == EXIT_STATUS_SUCCESS
 
 
 def test_a_broken_contract_fails_the_lint(tmp_path, monkeypatch):
