@@ -85,6 +85,9 @@ class Report:
     obligations: list[tuple[Obligation, Outcome]] = field(default_factory=list)
     seconds: float = 0.0
     hints: dict[str, object] = field(default_factory=dict)   # key -> accepted hint (z3 terms)
+    # property -> how its top goals were met: {"goals": n, "stated": exactly by a theorem, "rewritten": by a
+    # theorem of the form tactics rewrote the goal to} (`established`)
+    goals: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -221,14 +224,19 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         results["barrier_uniformity"].merge(loop_barriers.check(effects.loops, thread, launch, problem.shared_symbols,
                                                                 checker, per_obligation(), record))
     note("equivalence")
+    expected = {"memory_safety": memory_safety.goals(accesses, ctx.buffers, thread, launch_ok),
+                "race_freedom": races.goals(accesses, thread, launch, problem.shared_symbols),
+                "barrier_uniformity": barriers.goals(ctx.barrier_paths, thread, launch, problem.shared_symbols),
+                "equivalence": []}
     if problem.safety_only:
         results["equivalence"] = PropertyResult(NOT_APPLICABLE)
     else:
         results["equivalence"] = _equivalence(problem, accesses, ctx.opaque, provers, thread, launch, launch_ok,
-                                              checker, per_obligation(), record, hints)
+                                              checker, per_obligation(), record, hints, expected["equivalence"])
     if not problem.safety_only and ctx.assumes_initialized and results["memory_safety"].state != PROVED:
         results["equivalence"] = PropertyResult(UNKNOWN, ["the values read from shared memory assume every shared "
                                                           "read is initialised, which is not proved"])
+    goals = established(results, expected)
     note("reproducing refutations")
     confirm(problem, results)   # on the concrete interpreter: a finding it does not show is dropped (unknown)
     verdict, reason = merge(results)
@@ -237,7 +245,37 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         locate(finding, problem.kernel, problem.source_files, problem.language)
         name_sizes(finding, problem.launch)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
-                  time.monotonic() - start, hints)
+                  time.monotonic() - start, hints, goals)
+
+
+Goals = list[tuple[str, z3.BoolRef | tuple[z3.BoolRef, ...] | None]]   # (what, accepted statement(s))
+
+
+def established(results: dict[str, PropertyResult], expected: dict[str, Goals]) -> dict[str, dict[str, int]]:
+    """A property is `proved` only where, for each of its top goals, a theorem of the kernel without
+    hypotheses states that goal exactly (one of its accepted forms; None: no form, never established) —
+    or, for an equivalence lane whose sides tactics rewrote, states the rewritten form (`rewritten`, the part
+    not yet composed by kernel rules). Otherwise the property becomes `unknown`, naming the goal. Returns,
+    per property, how many goals there were and how each proved one was met."""
+    counts = {}
+    for prop, goals in expected.items():
+        result = results[prop]
+        if result.state != PROVED:
+            continue
+        stated = {t.conclusion.get_id() for t in result.theorems if not t.hypotheses}
+        rewritten = {i for i, t in result.rewritten.items() if not t.hypotheses}
+        count = counts[prop] = {"goals": len(goals), "stated": 0, "rewritten": 0}
+        for what, forms in goals:
+            forms = () if forms is None else (forms,) if isinstance(forms, z3.ExprRef) else forms
+            ids = {f.get_id() for f in forms}
+            if ids & stated:
+                count["stated"] += 1
+            elif ids & rewritten:
+                count["rewritten"] += 1
+            else:
+                result.downgrade(UNKNOWN, f"no kernel theorem states the goal of {what}")
+                break
+    return counts
 
 
 def _all_unknown(problem: Problem) -> dict[str, str]:
@@ -339,7 +377,9 @@ def _opaque_reason(outputs: list, opaque: dict[str, str]) -> str | None:
 
 
 def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, launch_ok, checker, timeout_s,
-                 record, hints: dict) -> PropertyResult:
+                 record, hints: dict, goals: Goals) -> PropertyResult:
+    """The equivalence result; `goals` receives its top goals: each lane of each store to a plainly written
+    output (but the lanes proved superseded) equals the reference, and each such output is covered."""
     if problem.references is None:
         return PropertyResult(UNKNOWN, [f"reference not modelled: {problem.reference_problem}"])
     stores = [a for a in accesses if a.kind != "load" and a.space == "global"]
@@ -363,6 +403,9 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
                                timeout_s, record, provers, hints, frozenset(problem.shared_symbols), overwritten)
     if values.state == VIOLATED:
         return values
+    goals += [(f"{a.buffer} lane {j} of the store at line {a.line}",
+               equivalence.goal(a, j, problem.buffers[a.buffer], problem.references[a.buffer], launch_ok))
+              for a in stored for j in range(len(a.values)) if (id(a), j) not in overwritten]
     for name in sorted(summed):
         values.merge(atomics.check(problem.buffers[name], [a for a in outputs if a.buffer == name],
                                    problem.references[name], thread, launch, launch_ok, problem.shared_symbols,
@@ -373,4 +416,6 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
         return covered
     values.downgrade(covered.state)
     values.reasons.extend(covered.reasons)
+    values.theorems += covered.theorems
+    goals += coverage.goals(plain, stored, thread, launch, hints)
     return values

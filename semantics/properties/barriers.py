@@ -17,8 +17,10 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
+    goal_of,
     input_reads,
     mentions_opaque,
+    prove,
     rename_apart,
     shaped_inputs,
     shaped_thread,
@@ -50,18 +52,35 @@ def warp_uniform(conditions: list[tuple[str, z3.BoolRef]], thread: Thread, launc
     return failed
 
 
-def check(paths: list[tuple[z3.BoolRef, tuple[int, ...]]], thread: Thread, launch: Launch, shared: set[str],
+Path = tuple[z3.BoolRef, tuple[int, ...]]   # (path condition, the barrier lines it passes)
+
+
+def obligation(a: Path, b: Path, thread: Thread, launch: Launch, shared: set[str]) -> Obligation:
+    """Two threads of one block take paths a and b, which pass different barrier sequences."""
+    (cond_a, seq_a), (cond_b, seq_b) = a, b
+    formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), cond_a,
+                     _rename(cond_b, thread, shared))
+    return Obligation(f"barrier_uniformity: barriers {list(seq_a)} vs {list(seq_b)}", "barrier_uniformity",
+                      formula, {**thread_witness(thread), **thread_witness(OTHER, (), "'"), **input_reads(formula)})
+
+
+def _divergent(paths: list[Path]) -> list[tuple[Path, Path]]:
+    return [(a, b) for a, b in itertools.combinations(paths, 2) if a[1] != b[1]]
+
+
+def goals(paths: list[Path], thread: Thread, launch: Launch, shared: set[str]) -> list[tuple[str, z3.BoolRef]]:
+    """The top goals: per pair of paths with different barrier sequences, no two threads of a block take
+    them both."""
+    return [(ob.name, goal_of(ob)) for ob in (obligation(a, b, thread, launch, shared) for a, b in _divergent(paths))]
+
+
+def check(paths: list[Path], thread: Thread, launch: Launch, shared: set[str],
           checker: Checker, timeout_s: float, record) -> PropertyResult:
     result = PropertyResult()
-    for (cond_a, seq_a), (cond_b, seq_b) in itertools.combinations(paths, 2):
-        if seq_a == seq_b:
-            continue
-        formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), cond_a,
-                         _rename(cond_b, thread, shared))
-        ob = Obligation(f"barrier_uniformity: barriers {list(seq_a)} vs {list(seq_b)}", "barrier_uniformity",
-                        formula, {**thread_witness(thread), **thread_witness(OTHER, (), "'"), **input_reads(formula)})
-        outcome = checker.check(ob, timeout_s)
-        record(ob, outcome)
+    for a, b in _divergent(paths):
+        (_, seq_a), (_, seq_b) = a, b
+        ob = obligation(a, b, thread, launch, shared)
+        outcome = prove(ob, checker, timeout_s, record, result)
         if outcome.status == PROVED:
             continue
         if outcome.status == REFUTED and not mentions_opaque(ob.formula):
@@ -75,7 +94,7 @@ def check(paths: list[tuple[z3.BoolRef, tuple[int, ...]]], thread: Thread, launc
                 f"lines {list(seq_a)}, thread {second['thread']} those at lines {list(seq_b)} (first difference "
                 f"at line {line})",
                 {"first": {**first, "barriers": list(seq_a)}, "second": {**second, "barriers": list(seq_b)},
-                 "line": line, "inputs": shaped_inputs(formula, outcome.model)}))
+                 "line": line, "inputs": shaped_inputs(ob.formula, outcome.model)}))
             return result
         result.downgrade(UNKNOWN, f"could not decide barrier uniformity ({outcome.reason})")
     return result

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 import z3
 
-from lean_pool.checker import Obligation
+from lean_pool.checker import Checker, Obligation, Outcome
+from semantics.proof.rules import by_smt
+from semantics.proof.theorem import Refused, Theorem
 from semantics.ptx.machine import AXES, Launch, Thread
 from semantics.ptx.state import Access
 from semantics.terms import constants, subterms
@@ -35,11 +37,18 @@ class Finding:
 
 @dataclass
 class PropertyResult:
-    """A property's state, why it is not proved, and its findings."""
+    """A property's state, why it is not proved, its findings, and the theorems the kernel made for the
+    obligations proved on the way (`prove`). The verdict holds `proved` only where theorems state the
+    property's top goals (`semantics.verdict.established`)."""
 
     state: str = PROVED
     reasons: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    theorems: list[Theorem] = field(default_factory=list)
+    # goal id -> the theorem that proves the goal only in the form tactics rewrote it to (equivalence lanes
+    # whose comprehensions the matcher named, or whose divisions or padding were rewritten): not yet composed
+    # back to the goal by kernel rules; the verdict accepts and counts these (docs/trusted_base.md)
+    rewritten: dict[int, Theorem] = field(default_factory=dict)
 
     def downgrade(self, state: str, reason: str | None = None) -> None:
         self.state = worst(self.state, state)
@@ -51,6 +60,29 @@ class PropertyResult:
         self.state = worst(self.state, other.state)
         self.reasons += [r for r in other.reasons if r not in self.reasons]
         self.findings += other.findings
+        self.theorems += other.theorems
+        self.rewritten.update(other.rewritten)
+
+
+def prove(ob: Obligation, checker: Checker, timeout_s: float, record, result: PropertyResult | None = None) -> Outcome:
+    """Decide `ob` through the kernel: `by_smt` of ¬formula (the very obligation `ob`, see `rules.negation`).
+    The outcome is recorded and returned as `checker.check`'s would be; when proved, the theorem
+    ⊢ ¬formula joins `result.theorems`."""
+    try:
+        theorem = by_smt(z3.Not(ob.formula), checker, timeout_s, ob.name, ob.prop, witness=ob.witness)
+    except Refused as refused:
+        record(refused.obligation, refused.outcome)
+        return refused.outcome
+    (checked, outcome), = theorem.evidence
+    record(checked, outcome)
+    if result is not None:
+        result.theorems.append(theorem)
+    return outcome
+
+
+def goal_of(ob: Obligation) -> z3.BoolRef:
+    """The statement an obligation proves when it is unsat: its formula cannot hold."""
+    return z3.Not(ob.formula)
 
 
 def thread_witness(thread: Thread, loops: tuple = (), suffix: str = "") -> dict[str, z3.ExprRef]:

@@ -16,7 +16,7 @@ import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
 from semantics.properties import divisions
-from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
+from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, goal_of, prove
 from semantics.properties.equivalence import E_INDEX, element_index
 from semantics.ptx.machine import Buffer, Launch, Thread
 from semantics.ptx.state import Access
@@ -76,6 +76,26 @@ def never_written(buffer: Buffer, stores: list[Access], element: int, thread: Th
                       z3.And(thread.in_launch(launch), z3.Or(lanes) if lanes else z3.BoolVal(False)))
 
 
+def _key(buffer: Buffer, access: Access, lane: int) -> str:
+    return f"coverage:{buffer.name}:line{access.line}:lane{lane}"
+
+
+def goals(buffers: dict[str, Buffer], stores: list[Access], thread: Thread, launch: Launch,
+          accepted: dict) -> list[tuple[str, z3.BoolRef | None]]:
+    """The top goals: per output buffer, every element e < N is written by a thread of the launch that
+    reaches a store to it — in the form proved from the writers named by the accepted hints (a statement
+    that implies it: each named writer is such a thread). None where no hint was accepted."""
+    out = []
+    for buffer in buffers.values():
+        if buffer.role != "output":
+            continue
+        hints = [(a, lane, accepted[_key(buffer, a, lane)]) for a in stores if a.buffer == buffer.name
+                 for lane in range(len(a.values)) if _key(buffer, a, lane) in accepted]
+        ob = obligation(buffer, hints, thread, launch) if hints else None
+        out.append((f"equivalence: every element of {buffer.name} is written", goal_of(ob) if ob else None))
+    return out
+
+
 def check(buffers: dict[str, Buffer], stores: list[Access], propose: Callable, thread: Thread, launch: Launch,
           checker: Checker, timeout_s: float, record, accepted: dict) -> PropertyResult:
     """`propose(key, index, variables, e)` is the untrusted hint source; hints of a proved obligation are
@@ -88,15 +108,14 @@ def check(buffers: dict[str, Buffer], stores: list[Access], propose: Callable, t
         hints = []
         for access in own:
             for lane in range(len(access.values)):
-                key = f"coverage:{buffer.name}:line{access.line}:lane{lane}"
+                key = _key(buffer, access, lane)
                 hint = propose(key, element_index(access, lane), writer_variables(access, thread), E)
                 if hint is not None:
                     hints.append((access, lane, hint, key))
         candidates = [0, buffer.numel - 1]
         if hints:
             ob = obligation(buffer, [h[:3] for h in hints], thread, launch)
-            outcome = checker.check(ob, timeout_s)
-            record(ob, outcome)
+            outcome = prove(ob, checker, timeout_s, record, result)
             if outcome.status == PROVED:
                 accepted.update({key: hint for _, _, hint, key in hints})
                 continue

@@ -19,6 +19,8 @@ import z3
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
+from semantics.proof.rules import by_smt, negation
+from semantics.proof.theorem import Refused
 from semantics.properties import divisions, padded_tiles, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
@@ -51,34 +53,51 @@ def element_index(access: Access, j: int) -> z3.BitVecRef:
     return simplify(z3.LShR(access.offset + j * access.elem_bytes, shift))
 
 
+def sides(access: Access, j: int, buffer: Buffer, reference: Callable,
+          launch_ok: z3.BoolRef) -> tuple[z3.BoolRef, z3.ExprRef, z3.ExprRef]:
+    """(hypothesis, stored value, reference value) of the store's lane j: the thread of the launch performs
+    the store, at an element of the buffer, storing value where the reference computes the other."""
+    index = element_index(access, j)
+    return z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel)), access.values[j], reference(index)
+
+
+def goal(access: Access, j: int, buffer: Buffer, reference: Callable, launch_ok: z3.BoolRef) -> z3.BoolRef:
+    """The top goal of the store's lane j: no thread of the launch stores a value other than the
+    reference's, ¬(hypothesis ∧ value ≠ reference(e)) (under the axiom instances its functions need)."""
+    hypothesis, value, expected = sides(access, j, buffer, reference, launch_ok)
+    return z3.Not(z3.And(hypothesis, value != expected))
+
+
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
-               launch_ok: z3.BoolRef, matcher=None, divide=None, pad=None) -> tuple[Obligation, z3.ExprRef, z3.ExprRef]:
+               launch_ok: z3.BoolRef, matcher=None, divide=None, pad=None) -> tuple[Obligation, Values]:
     """The store's lane j against the reference. With a `matcher`, comprehensions proved equal on both
     sides are first replaced by shared symbols (their equality is then already established); with
     `divide`, index divisions whose quotient and remainder are proved are replaced by them; with `pad`, sums
-    over masked tails are cut to their unmasked range (`semantics.properties.padding`)."""
+    over masked tails are cut to their unmasked range (`semantics.properties.padding`). `Values.claim` is
+    what the kernel is asked to prove; it is `goal(...)` itself when no tactic rewrote either side."""
+    hypothesis, value, expected = sides(access, j, buffer, reference, launch_ok)
     index = element_index(access, j)
-    expected = reference(index)
-    value = access.values[j]
-    hypothesis = z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel))
+    top = z3.Not(z3.And(hypothesis, value != expected))
     if divide:
         expected = divide(expected, hypothesis)
     if pad:
         value = pad(value, hypothesis)
     rewriter = matcher(hypothesis) if matcher else None
     compared = rewriter.rewrite(value, expected) if rewriter else (value, expected)
-    formula = z3.And(hypothesis, compared[0] != compared[1])
+    claim = z3.Not(z3.And(hypothesis, compared[0] != compared[1]))
+    formula = negation(claim)
     formula = z3.And(formula, *ground_facts(formula))
     witness = {**thread_witness(thread, access.loops), "element_index": index}
     ob = Obligation(f"equivalence: {buffer.name} element {j} of the store at line {access.line}",
                     "equivalence", formula, witness)
-    return ob, Values(value, expected, *compared, getattr(rewriter, "meanings", {}), hypothesis)
+    return ob, Values(value, expected, *compared, getattr(rewriter, "meanings", {}), hypothesis, claim, top)
 
 
 @dataclass(frozen=True)
 class Values:
-    """Both sides of one comparison: as computed, and as the matcher left them (proved-equal reductions named
-    by symbols, `meanings` saying which reference comprehension each symbol was proved equal to)."""
+    """Both sides of one comparison: as computed (after the division and padding rewrites), and as the matcher
+    left them (proved-equal reductions named by symbols, `meanings` saying which reference comprehension each
+    symbol was proved equal to)."""
 
     kernel: z3.ExprRef
     reference: z3.ExprRef
@@ -86,6 +105,8 @@ class Values:
     reference_named: z3.ExprRef
     meanings: dict[str, z3.ExprRef]
     hypothesis: z3.BoolRef
+    claim: z3.BoolRef      # ¬(hypothesis ∧ kernel_named ≠ reference_named): what the kernel proves
+    goal: z3.BoolRef       # the lane's top goal (`goal`): the claim itself when no tactic rewrote a side
 
     def for_replay(self) -> tuple[z3.ExprRef, z3.ExprRef, dict[str, z3.ExprRef]]:
         """The pair a replay evaluates. The named pair when every symbol in it has a meaning and the
@@ -151,8 +172,8 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             # Comprehensions the matcher could not pair are uninterpreted: no proof can come from the solver,
             # only a counterexample (which replay then confirms), so it gets a short budget.
             unmatched = innermost(ob.formula)
-            outcome = checker.check(ob, min(timeout_s, UNMATCHED_TIMEOUT_S) if unmatched else timeout_s)
-            record(ob, outcome)
+            outcome = _prove(ob, values, checker, min(timeout_s, UNMATCHED_TIMEOUT_S) if unmatched else timeout_s,
+                             record, result)
             if outcome.status == PROVED:
                 continue
             finding = None
@@ -168,6 +189,24 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             result.downgrade(UNKNOWN, f"could not prove the value stored to {buffer.name} at line {access.line} "
                                       f"({outcome.reason or 'the counterexample did not replay on real numbers'})")
     return result
+
+
+def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, record,
+           result: PropertyResult) -> Outcome:
+    """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`). A proved lane's
+    theorem joins `result.theorems`; when a tactic rewrote a side (the claim is not the goal), it is also
+    kept in `result.rewritten` under the goal it stands for (`semantics.verdict.established`)."""
+    try:
+        theorem = by_smt(values.claim, checker, timeout_s, ob.name, ob.prop, with_facts=True, witness=ob.witness)
+    except Refused as refused:
+        record(refused.obligation, refused.outcome)
+        return refused.outcome
+    (checked, outcome), = theorem.evidence
+    record(checked, outcome)
+    result.theorems.append(theorem)
+    if not theorem.states(values.goal):
+        result.rewritten[values.goal.get_id()] = theorem
+    return outcome
 
 
 def _unoverwritten(access: Access, lane: int, ob: Obligation, values: Values, scene: Scene,

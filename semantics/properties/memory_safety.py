@@ -11,8 +11,10 @@ from semantics.properties.common import (
     VIOLATED,
     Finding,
     PropertyResult,
+    goal_of,
     input_reads,
     mentions_opaque,
+    prove,
     shaped_inputs,
     shaped_thread,
     thread_witness,
@@ -38,6 +40,14 @@ def obligation(access: Access, buffer: Buffer, thread: Thread, launch_ok: z3.Boo
                       formula, witness)
 
 
+def goals(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread,
+          launch_ok: z3.BoolRef) -> list[tuple[str, z3.BoolRef]]:
+    """The top goals: per access to a bounded buffer, no thread of the launch that performs it is out of bounds
+    or misaligned (¬(launch ∧ guard ∧ ¬safe)), each with the obligation's name."""
+    obs = [obligation(a, buffers[a.buffer], thread, launch_ok) for a in accesses if not buffers[a.buffer].unbounded]
+    return [(ob.name, goal_of(ob)) for ob in obs]
+
+
 def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, launch_ok: z3.BoolRef,
           checker: Checker, timeout_s: float, record) -> PropertyResult:
     """One obligation per access site; a model is a witness once its loop iterations are confirmed. Accesses
@@ -47,8 +57,7 @@ def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, la
     for access in bounded:
         buffer = buffers[access.buffer]
         ob = obligation(access, buffer, thread, launch_ok)
-        outcome = checker.check(ob, timeout_s)
-        record(ob, outcome)
+        outcome = prove(ob, checker, timeout_s, record, result)
         if outcome.status == PROVED:
             continue
         if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \

@@ -21,8 +21,10 @@ from semantics.properties.common import (
     Finding,
     PropertyResult,
     escape,
+    goal_of,
     input_reads,
     mentions_opaque,
+    prove,
     rename_apart,
     second_thread,
     shaped_inputs,
@@ -80,18 +82,31 @@ def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set
                       "race_freedom", formula, witness)
 
 
+def goals(accesses: list[Access], thread: Thread, launch: Launch,
+          shared: set[str]) -> list[tuple[str, tuple[z3.BoolRef, ...]]]:
+    """The top goals: per conflicting pair of access sites, no two threads race there. Each goal has two
+    accepted statements when a is b (one store site): ¬race, or ¬race between threads of different warps
+    (the warp-wide form, which `check` uses once `warp_stores.uniform` proved the warp's lanes write one
+    value — that side condition is not yet a theorem the verdict checks)."""
+    out = []
+    for a, b in conflicting_pairs(accesses):
+        plain = obligation(a, b, thread, launch, shared)
+        forms = (goal_of(plain), goal_of(obligation(a, b, thread, launch, shared, warp_wide=True))) if a is b \
+            else (goal_of(plain),)
+        out.append((plain.name, forms))
+    return out
+
+
 def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, launch: Launch, shared: set[str],
           checker: Checker, timeout_s: float, record) -> PropertyResult:
     result = PropertyResult()
     for a, b in conflicting_pairs(accesses):
         ob = obligation(a, b, thread, launch, shared)
-        outcome = checker.check(ob, timeout_s)
-        record(ob, outcome)
+        outcome = prove(ob, checker, timeout_s, record, result)
         if outcome.status != PROVED and a is b and \
                 warp_stores.uniform(a, thread, OTHER, launch, shared, checker, timeout_s, record):
             ob = obligation(a, b, thread, launch, shared, warp_wide=True)
-            outcome = checker.check(ob, timeout_s)
-            record(ob, outcome)
+            outcome = prove(ob, checker, timeout_s, record, result)
         if outcome.status == PROVED:
             continue
         if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \
