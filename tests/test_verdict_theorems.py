@@ -1,0 +1,70 @@
+"""`verified` needs theorems that state the top goals (semantics.verdict.established), not a flag: a property
+check that says `proved` without them, or with theorems of other statements, leaves the task `unknown`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import z3
+
+from lean_pool.checker import Z3Checker
+from orchestrator.job import PROVERS
+from orchestrator.pipeline import prepare
+from semantics import verdict
+from semantics.properties import memory_safety, races
+from semantics.properties.common import PROVED, UNKNOWN, PropertyResult
+from semantics.proof.rules import assume, by_smt
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+x = z3.Int("x")
+GOAL = z3.Not(z3.And(x > 1, x < 0))
+
+
+def _proved(*theorems) -> dict[str, PropertyResult]:
+    return {"memory_safety": PropertyResult(PROVED, theorems=list(theorems))}
+
+
+def test_a_theorem_stating_the_goal_establishes_it():
+    results = _proved(by_smt(GOAL, Z3Checker(), 5.0, "goal", "memory_safety"))
+    counts = verdict.established(results, {"memory_safety": [("the access", GOAL)]})
+    assert results["memory_safety"].state == PROVED and counts["memory_safety"]["stated"] == 1
+
+
+@pytest.mark.parametrize("theorems", [
+    (),                                                                        # a flag, no theorem
+    (by_smt(z3.Not(z3.And(x > 2, x < 0)), Z3Checker(), 5.0, "other", "p"),),  # a theorem of another statement
+    (assume(GOAL),),                                                           # the goal, but only assumed
+])
+def test_a_goal_without_its_theorem_is_unknown(theorems):
+    results = _proved(*theorems)
+    verdict.established(results, {"memory_safety": [("the access", GOAL)]})
+    assert results["memory_safety"].state == UNKNOWN
+    assert "no kernel theorem states the goal of the access" in results["memory_safety"].reasons
+
+
+def test_a_goal_with_no_accepted_form_is_never_established():
+    results = _proved(by_smt(GOAL, Z3Checker(), 5.0, "goal", "p"))
+    verdict.established(results, {"memory_safety": [("coverage without hints", None)]})
+    assert results["memory_safety"].state == UNKNOWN
+
+
+def _verify(name: str):
+    return verdict.verify(prepare(EXAMPLES / name / "lark.toml").problem, Z3Checker(), PROVERS)
+
+
+def test_relu_is_verified_with_every_goal_stated_exactly():
+    report = _verify("relu_64x64")
+    assert report.verdict == "verified"
+    for prop in ("memory_safety", "race_freedom", "equivalence"):
+        assert report.goals[prop]["goals"] > 0
+        assert report.goals[prop]["stated"] == report.goals[prop]["goals"], prop
+
+
+@pytest.mark.parametrize("module", [memory_safety, races])
+def test_a_property_check_that_claims_proved_without_theorems_does_not_verify(monkeypatch, module):
+    """An unsound check plugged in (it skips its obligations and says proved) cannot make relu verified."""
+    monkeypatch.setattr(module, "check", lambda *args, **kwargs: PropertyResult(PROVED))
+    report = _verify("relu_64x64")
+    assert report.verdict == "unknown"
+    assert "no kernel theorem states the goal" in report.reason
