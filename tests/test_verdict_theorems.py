@@ -12,9 +12,9 @@ from lean_pool.checker import Z3Checker
 from orchestrator.job import PROVERS
 from orchestrator.pipeline import prepare
 from semantics import verdict
+from semantics.proof.rules import assume, by_smt
 from semantics.properties import memory_safety, races
 from semantics.properties.common import PROVED, UNKNOWN, PropertyResult
-from semantics.proof.rules import assume, by_smt
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 x = z3.Int("x")
