@@ -403,9 +403,12 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
                                timeout_s, record, provers, hints, frozenset(problem.shared_symbols), overwritten)
     if values.state == VIOLATED:
         return values
-    goals += [(f"{a.buffer} lane {j} of the store at line {a.line}",
-               equivalence.goal(a, j, problem.buffers[a.buffer], problem.references[a.buffer], launch_ok))
-              for a in stored for j in range(len(a.values)) if (id(a), j) not in overwritten]
+    for a in stored:
+        for j in range(len(a.values)):
+            if (id(a), j) not in overwritten:
+                stated = values.goals.get((id(a), j))
+                ok = stated is not None and equivalence.is_goal(stated, a, j, problem.buffers[a.buffer], launch_ok)
+                goals.append((f"{a.buffer} lane {j} of the store at line {a.line}", stated if ok else None))
     for name in sorted(summed):
         values.merge(atomics.check(problem.buffers[name], [a for a in outputs if a.buffer == name],
                                    problem.references[name], thread, launch, launch_ok, problem.shared_symbols,

@@ -49,6 +49,9 @@ class PropertyResult:
     # whose comprehensions the matcher named, or whose divisions or padding were rewritten): not yet composed
     # back to the goal by kernel rules; the verdict accepts and counts these (docs/trusted_base.md)
     rewritten: dict[int, Theorem] = field(default_factory=dict)
+    # equivalence: (id of a store site, lane) -> the lane's top goal as `equivalence.goal` built it, for the
+    # verdict to check (`equivalence.is_goal`) and look up among the theorems
+    goals: dict[tuple[int, int], z3.BoolRef] = field(default_factory=dict)
 
     def downgrade(self, state: str, reason: str | None = None) -> None:
         self.state = worst(self.state, state)
@@ -62,6 +65,7 @@ class PropertyResult:
         self.findings += other.findings
         self.theorems += other.theorems
         self.rewritten.update(other.rewritten)
+        self.goals.update(other.goals)
 
 
 def prove(ob: Obligation, checker: Checker, timeout_s: float, record, result: PropertyResult | None = None) -> Outcome:

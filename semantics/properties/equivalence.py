@@ -53,19 +53,27 @@ def element_index(access: Access, j: int) -> z3.BitVecRef:
     return simplify(z3.LShR(access.offset + j * access.elem_bytes, shift))
 
 
-def sides(access: Access, j: int, buffer: Buffer, reference: Callable,
-          launch_ok: z3.BoolRef) -> tuple[z3.BoolRef, z3.ExprRef, z3.ExprRef]:
-    """(hypothesis, stored value, reference value) of the store's lane j: the thread of the launch performs
-    the store, at an element of the buffer, storing value where the reference computes the other."""
-    index = element_index(access, j)
-    return z3.And(launch_ok, access.guard, z3.ULT(index, buffer.numel)), access.values[j], reference(index)
+def hypothesis_at(access: Access, j: int, buffer: Buffer, launch_ok: z3.BoolRef) -> z3.BoolRef:
+    """A thread of the launch performs the store's lane j, at an element of the buffer."""
+    return z3.And(launch_ok, access.guard, z3.ULT(element_index(access, j), buffer.numel))
 
 
-def goal(access: Access, j: int, buffer: Buffer, reference: Callable, launch_ok: z3.BoolRef) -> z3.BoolRef:
+def goal(access: Access, j: int, buffer: Buffer, expected: z3.ExprRef, launch_ok: z3.BoolRef) -> z3.BoolRef:
     """The top goal of the store's lane j: no thread of the launch stores a value other than the
-    reference's, ¬(hypothesis ∧ value ≠ reference(e)) (under the axiom instances its functions need)."""
-    hypothesis, value, expected = sides(access, j, buffer, reference, launch_ok)
-    return z3.Not(z3.And(hypothesis, value != expected))
+    reference's element `expected` = ref(e), ¬(hypothesis ∧ value ≠ ref(e)) (under the axiom instances its
+    functions need). The reference's term is built once per lane (`obligation`) and kept in
+    `PropertyResult.goals`: its bound variables are named afresh at each call, so a second call would give
+    an equal but not identical term."""
+    return z3.Not(z3.And(hypothesis_at(access, j, buffer, launch_ok), access.values[j] != expected))
+
+
+def is_goal(statement: z3.BoolRef, access: Access, j: int, buffer: Buffer, launch_ok: z3.BoolRef) -> bool:
+    """Whether `statement` is the top goal of the store's lane j for some reference term (`goal`)."""
+    if not (z3.is_not(statement) and z3.is_and(statement.arg(0)) and statement.arg(0).num_args() == 2):
+        return False
+    hypothesis, differs = statement.arg(0).children()
+    return hypothesis.eq(hypothesis_at(access, j, buffer, launch_ok)) and z3.is_distinct(differs) \
+        and differs.num_args() == 2 and differs.arg(0).eq(access.values[j])
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
@@ -75,9 +83,9 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
     `divide`, index divisions whose quotient and remainder are proved are replaced by them; with `pad`, sums
     over masked tails are cut to their unmasked range (`semantics.properties.padding`). `Values.claim` is
     what the kernel is asked to prove; it is `goal(...)` itself when no tactic rewrote either side."""
-    hypothesis, value, expected = sides(access, j, buffer, reference, launch_ok)
     index = element_index(access, j)
-    top = z3.Not(z3.And(hypothesis, value != expected))
+    hypothesis, value, expected = hypothesis_at(access, j, buffer, launch_ok), access.values[j], reference(index)
+    top = goal(access, j, buffer, expected, launch_ok)
     if divide:
         expected = divide(expected, hypothesis)
     if pad:
@@ -174,6 +182,7 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             unmatched = innermost(ob.formula)
             outcome = _prove(ob, values, checker, min(timeout_s, UNMATCHED_TIMEOUT_S) if unmatched else timeout_s,
                              record, result)
+            result.goals[(id(access), j)] = values.goal
             if outcome.status == PROVED:
                 continue
             finding = None
