@@ -174,3 +174,19 @@ def test_split_range_and_its_refusal_of_a_point_outside_the_range():
         sums.split_range(SUM(z3.BitVecVal(4, 64), n, a), z3.BitVecVal(2, 64), CHECK, T, under=z3.UGE(n, 4))
     with pytest.raises(Refused):
         sums.split_range(x + y, m, CHECK, T)
+
+
+def test_substitute_under_a_condition_and_its_refusals():
+    h = x > 0
+    eq = smt(z3.Implies(h, x == z3.If(x > 0, x, -x)))        # x = |x| where x > 0
+    premise = smt(z3.Not(z3.And(h, x < 0)))
+    target = z3.Not(z3.And(h, z3.If(x > 0, x, -x) < 0))
+    assert rules.substitute_under(eq, premise, target).states(target)
+    with pytest.raises(Refused):   # the target's condition is not the equation's
+        rules.substitute_under(eq, premise, z3.Not(z3.And(x > 1, z3.If(x > 0, x, -x) < 0)))
+    with pytest.raises(Refused):   # the premise is not the target at a
+        rules.substitute_under(eq, smt(z3.Not(z3.And(h, x < -1))), target)
+    with pytest.raises(Refused):
+        rules.substitute_under(smt(x == x), premise, target)
+    assumed = rules.substitute_under(rules.assume(z3.Implies(h, x == -x)), premise, z3.Not(z3.And(h, -x < 0)))
+    assert assumed.hypotheses and not assumed.states(z3.Not(z3.And(h, -x < 0)))   # an unproved equation stays

@@ -132,3 +132,19 @@ def substitute(equation: Theorem, theorem: Theorem, x: z3.ExprRef | None = None,
     if not z3.substitute(template, (x, a)).eq(theorem.conclusion):
         raise Refused(f"substitute: {theorem.conclusion} is not the template at {a}")
     return _mint(z3.substitute(template, (x, b)), "substitute", (equation, theorem))
+
+
+def substitute_under(equation: Theorem, theorem: Theorem, target: z3.BoolRef) -> Theorem:
+    """From Γ ⊢ h → a = b and Δ ⊢ ¬P(a) conclude Γ ∪ Δ ⊢ ¬P(b), where the target ¬P(b) is ¬(h ∧ R): equals
+    for equals where they are equal only under h, in a statement that is itself about h (the form of every
+    obligation: "the thread performs the access and ..."). P(a) is the target with every b replaced by a,
+    checked structurally. (If P(b) held, h would, so a = b and P(a) would hold too.)"""
+    c = equation.conclusion
+    if not (z3.is_implies(c) and z3.is_eq(c.arg(1))):
+        raise Refused(f"substitute_under: {c} is not h → a = b")
+    h, (a, b) = c.arg(0), c.arg(1).children()
+    if not (z3.is_not(target) and z3.is_and(target.arg(0)) and target.arg(0).arg(0).eq(h)):
+        raise Refused(f"substitute_under: the target is not ¬(h ∧ …) for h = {h}")
+    if not z3.substitute(target, (b, a)).eq(theorem.conclusion):
+        raise Refused("substitute_under: the premise is not the target with b replaced by a")
+    return _mint(target, "substitute_under", (equation, theorem))
