@@ -19,6 +19,7 @@ from lean_pool.checker import UNKNOWN as UNKNOWN_OUTCOME
 from lean_pool.checker import Checker, Obligation, Outcome
 from semantics.concrete.reproduce import confirm
 from semantics.errors import Unsupported
+from semantics.proof.theorem import Theorem
 from semantics.properties import (
     atomics,
     barriers,
@@ -263,19 +264,34 @@ def established(results: dict[str, PropertyResult], expected: dict[str, Goals]) 
         if result.state != PROVED:
             continue
         stated = {t.conclusion.get_id() for t in result.theorems if not t.hypotheses}
-        rewritten = {i for i, t in result.rewritten.items() if not t.hypotheses}
         count = counts[prop] = {"goals": len(goals), "stated": 0, "rewritten": 0}
         for what, forms in goals:
             forms = () if forms is None else (forms,) if isinstance(forms, z3.ExprRef) else forms
-            ids = {f.get_id() for f in forms}
-            if ids & stated:
+            if any(f.get_id() in stated for f in forms):
                 count["stated"] += 1
-            elif ids & rewritten:
+            elif any(_rewrites(f, result.rewritten.get(f.get_id())) for f in forms):
                 count["rewritten"] += 1
             else:
                 result.downgrade(UNKNOWN, f"no kernel theorem states the goal of {what}")
                 break
     return counts
+
+
+def _comparison(statement: z3.BoolRef) -> z3.BoolRef | None:
+    """h of a statement ¬(h ∧ a ≠ b), else None."""
+    if z3.is_not(statement) and z3.is_and(statement.arg(0)) and statement.arg(0).num_args() == 2 \
+            and z3.is_distinct(statement.arg(0).arg(1)):
+        return statement.arg(0).arg(0)
+    return None
+
+
+def _rewrites(goal: z3.BoolRef, theorem: Theorem | None) -> bool:
+    """Whether an unconditional theorem compares, under the goal's own hypothesis, what tactics rewrote the
+    goal's two sides to: ¬(h ∧ a' ≠ b') for the goal ¬(h ∧ a ≠ b)."""
+    if theorem is None or theorem.hypotheses:
+        return False
+    h, h2 = _comparison(goal), _comparison(theorem.conclusion)
+    return h is not None and h2 is not None and h.eq(h2)
 
 
 def _all_unknown(problem: Problem) -> dict[str, str]:

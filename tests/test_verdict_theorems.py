@@ -68,3 +68,17 @@ def test_a_property_check_that_claims_proved_without_theorems_does_not_verify(mo
     report = _verify("relu_64x64")
     assert report.verdict == "unknown"
     assert "no kernel theorem states the goal" in report.reason
+
+
+def test_a_lane_met_in_rewritten_form_needs_the_goals_own_hypothesis():
+    """A theorem about the tactics' rewritten comparison is accepted (and counted) only under the goal's
+    hypothesis: one proved under a stronger hypothesis says nothing about the other threads."""
+    v, s = z3.Reals("v s")
+    goal = z3.Not(z3.And(x > 0, v != 2 * v - v))
+    same = by_smt(z3.Not(z3.And(x > 0, s != s)), Z3Checker(), 5.0, "named", "equivalence")
+    stronger = by_smt(z3.Not(z3.And(x > 5, s != s)), Z3Checker(), 5.0, "named", "equivalence")
+    for theorem, state in ((same, PROVED), (stronger, UNKNOWN)):
+        results = {"equivalence": PropertyResult(PROVED, theorems=[theorem], rewritten={goal.get_id(): theorem})}
+        counts = verdict.established(results, {"equivalence": [("the lane", goal)]})
+        assert results["equivalence"].state == state
+        assert counts["equivalence"]["rewritten"] == (state == PROVED)
