@@ -19,7 +19,7 @@ from lean_pool.checker import UNKNOWN as UNKNOWN_OUTCOME
 from lean_pool.checker import Checker, Obligation, Outcome
 from semantics.concrete.reproduce import confirm
 from semantics.errors import Unsupported
-from semantics.proof.theorem import Theorem
+from semantics.proof import Theorem
 from semantics.properties import (
     atomics,
     barriers,

@@ -11,8 +11,7 @@ import z3
 from lean_pool.checker import Z3Checker
 from semantics.axioms import ideal
 from semantics.comprehension import SUM, sum_over
-from semantics.proof import rules, sums
-from semantics.proof.theorem import Forged, Refused, Theorem
+from semantics.proof import Forged, Refused, Theorem, rules, sums
 
 CHECK = Z3Checker()
 T = 10.0

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 import z3
 
 from lean_pool.checker import Checker, Obligation, Outcome
+from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt
-from semantics.proof.theorem import Refused, Theorem
 from semantics.ptx.machine import AXES, Launch, Thread
 from semantics.ptx.state import Access
 from semantics.terms import constants, subterms

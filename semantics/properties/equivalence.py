@@ -19,8 +19,8 @@ import z3
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
 from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
+from semantics.proof import Refused
 from semantics.proof.rules import by_smt, negation
-from semantics.proof.theorem import Refused
 from semantics.properties import divisions, padded_tiles, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
