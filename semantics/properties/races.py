@@ -91,8 +91,8 @@ def goals(accesses: list[Access], thread: Thread, launch: Launch,
     out = []
     for a, b in conflicting_pairs(accesses):
         plain = obligation(a, b, thread, launch, shared)
-        forms = (goal_of(plain), goal_of(obligation(a, b, thread, launch, shared, warp_wide=True))) if a is b \
-            else (goal_of(plain),)
+        warp_wide = z3.And(plain.formula, z3.Not(warp_stores.same_warp(thread, OTHER)))   # as `obligation` builds it
+        forms = (goal_of(plain), z3.Not(warp_wide)) if a is b else (goal_of(plain),)
         out.append((plain.name, forms))
     return out
 
