@@ -1,0 +1,7 @@
+// C = diag(A) B: C[i, j] = A[i] * B[i, j]; a 2-D grid, one thread per element.
+extern "C" __global__ void diag_matmul(const float* __restrict__ A, const float* __restrict__ B,
+                                       float* __restrict__ C, int N, int M) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    int i = blockIdx.y;
+    if (j < M) C[(long long)i * M + j] = A[i] * B[(long long)i * M + j];
+}

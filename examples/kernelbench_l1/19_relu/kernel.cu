@@ -1,0 +1,8 @@
+// y = max(x, 0), grid-stride.
+extern "C" __global__ void relu(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : 0.0f;
+    }
+}

@@ -1,0 +1,8 @@
+// y = x > 0 ? x : 0.01 x.
+extern "C" __global__ void leaky_relu(const float* __restrict__ x, float* __restrict__ y, long long n) {
+    long long stride = (long long)gridDim.x * blockDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+        float v = x[i];
+        y[i] = v > 0.0f ? v : 0.01f * v;
+    }
+}

@@ -1,0 +1,46 @@
+// ConvTranspose2d(32, 64, (3, 5), stride (2, 3), padding (1, 2), dilation (2, 1), groups 4).
+// Transposed convolution as a gather, one thread per output element (n, oc, od, oh, ow): for every input
+// channel of the group and every tap (unrolled), the input position z = (o + padding - tap * dilation) /
+// stride contributes when the division is exact and z lies inside the input.
+#define IC 32
+#define ICG 8
+#define OCG 16
+#define ID 1
+#define IH 128
+#define IW 256
+#define OC 64
+#define OD 1
+#define OH 257
+#define OW 766
+extern "C" __global__ void conv_transpose(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
+                                   long long n) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n) return;
+    int ow = idx % OW, oh = idx / OW % OH, od = idx / ((long long)OW * OH) % OD;
+    int oc = idx / ((long long)OW * OH * OD) % OC;
+    long long b = idx / ((long long)OW * OH * OD * OC);
+    int g = oc / OCG;
+    float acc = 0.0f;
+    for (int icg = 0; icg < ICG; ++icg) {
+        int ic = g * ICG + icg;
+        const float* in = x + (b * IC + ic) * ID * IH * IW;
+        const float* wk = w + ((long long)ic * OCG + oc % OCG) * 1 * 3 * 5;
+#pragma unroll
+        for (int a = 0; a < 1; ++a) {
+            int td = od + 0 - a * 1;
+            if (td < 0 || td % 1 != 0 || td / 1 >= ID) continue;
+#pragma unroll
+            for (int i = 0; i < 3; ++i) {
+                int th = oh + 1 - i * 2;
+                if (th < 0 || th % 2 != 0 || th / 2 >= IH) continue;
+#pragma unroll
+                for (int j = 0; j < 5; ++j) {
+                    int tw = ow + 2 - j * 1;
+                    if (tw < 0 || tw % 3 != 0 || tw / 3 >= IW) continue;
+                    acc += in[((long long)(td / 1) * IH + th / 2) * IW + tw / 3] * wk[(a * 3 + i) * 5 + j];
+                }
+            }
+        }
+    }
+    y[idx] = acc;
+}

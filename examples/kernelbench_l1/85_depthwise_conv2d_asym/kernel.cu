@@ -1,0 +1,42 @@
+// Depthwise Conv2d(128, 128, (3, 7), groups 128) on 32 x 128 x 128 x 256.
+// Direct convolution, one thread per output element (n, oc, od, oh, ow); a loop over the group's input
+// channels, the 1 x 3 x 7 window unrolled, taps outside the input (padding) skipped.
+#define IC 128
+#define ICG 1
+#define OCG 1
+#define ID 1
+#define IH 128
+#define IW 256
+#define OC 128
+#define OD 1
+#define OH 126
+#define OW 250
+extern "C" __global__ void conv(const float* __restrict__ x, const float* __restrict__ w, float* __restrict__ y,
+                                   long long n) {
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx >= n) return;
+    int ow = idx % OW, oh = idx / OW % OH, od = idx / ((long long)OW * OH) % OD;
+    int oc = idx / ((long long)OW * OH * OD) % OC;
+    long long b = idx / ((long long)OW * OH * OD * OC);
+    int g = oc / OCG;
+    float acc = 0.0f;
+    for (int icg = 0; icg < ICG; ++icg) {
+        const float* in = x + (b * IC + g * ICG + icg) * ID * IH * IW;
+        const float* wk = w + ((long long)oc * ICG + icg) * 1 * 3 * 7;
+#pragma unroll
+        for (int a = 0; a < 1; ++a) {
+            int zd = od * 1 - 0 + a * 1;
+#pragma unroll
+            for (int i = 0; i < 3; ++i) {
+                int zh = oh * 1 - 0 + i * 1;
+#pragma unroll
+                for (int j = 0; j < 7; ++j) {
+                    int zw = ow * 1 - 0 + j * 1;
+                    if (true)
+                        acc += in[((long long)zd * IH + zh) * IW + zw] * wk[(a * 3 + i) * 7 + j];
+                }
+            }
+        }
+    }
+    y[idx] = acc;
+}

@@ -1,0 +1,13 @@
+// Buggy twin of 89: each prefix drops its last element. Inclusive cumsum over dim 1: one thread per row of 32768, a running sum along the row.
+extern "C" __global__ void cumsum_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        const float* in = x + (long long)r * cols;
+        float* out = y + (long long)r * cols;
+        float acc = 0.0f;
+        for (int c = 0; c < cols; ++c) {
+            out[c] = acc;               // BUG: stored before the add, x[r, c] is missing
+            acc += in[c];
+        }
+    }
+}

@@ -1,0 +1,13 @@
+// Reverse cumsum: y[c] = x[c] + ... + x[cols - 1]: one thread per row of 32768, a running sum from the end along the row.
+extern "C" __global__ void cumsum_reverse_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        const float* in = x + (long long)r * cols;
+        float* out = y + (long long)r * cols;
+        float acc = 0.0f;
+        for (int c = cols - 1; c >= 0; --c) {
+            acc += in[c];
+            out[c] = acc;
+        }
+    }
+}

@@ -1,0 +1,42 @@
+// scaled_dot_product_attention for Q, K, V of 32 x 32 x 512 x 1024: one block of 512 threads per (b, h, query
+// row i). Thread k computes the score q_i . k_k / sqrt(1024); shared-memory max and sum trees give the
+// softmax; then thread d (strided over the 1024 columns) sums p_k V[k, d] over the 512 keys.
+#define L 512
+#define D 1024
+extern "C" __global__ void sdpa(const float* __restrict__ Q, const float* __restrict__ K, const float* __restrict__ V,
+                                float* __restrict__ O) {
+    __shared__ float p[L];
+    __shared__ float red[L];
+    int k = threadIdx.x;
+    long long head = blockIdx.x / L;
+    int i = blockIdx.x % L;
+    const float* q = Q + (head * L + i) * D;
+    const float* kk = K + (head * L + k) * D;
+    float score = 0.0f;
+    for (int d = 0; d < D; ++d) score += q[d] * kk[d];
+    score *= 0.03125f;                      // 1 / sqrt(1024)
+    red[k] = score;
+    __syncthreads();
+    for (int st = L / 2; st > 0; st >>= 1) {
+        if (k < st) red[k] = fmaxf(red[k], red[k + st]);
+        __syncthreads();
+    }
+    float mx = red[0];
+    __syncthreads();
+    float e = expf(score - mx);
+    p[k] = e;
+    red[k] = e;
+    __syncthreads();
+    for (int st = L / 2; st > 0; st >>= 1) {
+        if (k < st) red[k] += red[k + st];
+        __syncthreads();
+    }
+    float total = red[0];
+    const float* v = V + head * L * D;
+    float* o = O + (head * L + i) * D;
+    for (int d = k; d < D; d += L) {
+        float acc = 0.0f;
+        for (int j = 0; j < L; ++j) acc += p[j] * v[(long long)j * D + d];
+        o[d] = acc / total;
+    }
+}

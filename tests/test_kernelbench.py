@@ -1,0 +1,69 @@
+"""KernelBench level 1 (examples/kernelbench_l1/): a correct kernel of our own per problem, at native shapes.
+
+Every problem folder has its files and a one-line EXPECT; a representative subset (elementwise, broadcast,
+a grid-stride scalar input, a reference op outside the model, and buggy twins) is verified here through
+`lark verify --json` and must give the verdict its EXPECT names. `bench/kernelbench.py` runs them all.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SUITE = REPO / "examples" / "kernelbench_l1"
+PROBLEMS = sorted(p.parent for p in SUITE.glob("*/lark.toml"))
+EXIT_STATUS = {"verified": 0, "refuted": 1, "unknown": 2}
+PROPERTY = {"equivalence": "equivalence", "race": "race_freedom", "barrier": "barrier_uniformity",
+            "memory": "memory_safety", "termination": "termination"}
+SUBSET = ["5_matrix_scalar", "12_diag_matmul", "19_relu", "30_softsign", "32_hardtanh", "50_conv2d",
+          "12_diag_matmul_wrong_stride", "32_hardtanh_wrong_bound"]
+TIMEOUT_S = 600
+
+
+def read_expect(case: Path) -> tuple[str, str]:
+    lines = [line.strip() for line in (case / "EXPECT").read_text().splitlines() if line.strip()]
+    assert len(lines) == 1, f"{case.name}/EXPECT must hold exactly one line, it has {lines}"
+    verdict, _, detail = lines[0].partition(" ")
+    assert verdict in EXIT_STATUS and detail, f"{case.name}/EXPECT: {lines[0]!r}"
+    return verdict, detail
+
+
+def test_every_problem_has_its_folder_and_files() -> None:
+    numbers = {int(p.name.split("_", 1)[0]) for p in PROBLEMS}
+    assert numbers == set(range(1, 101))
+    for case in PROBLEMS:
+        assert (case / "ref.py").is_file() and any(case.glob("kernel.*")), case.name
+        read_expect(case)
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("lark-kb-cache")
+
+
+@pytest.mark.parametrize("name", SUBSET)
+def test_problem_gives_its_expected_verdict(name: str, cache: Path) -> None:
+    case = SUITE / name
+    expected, detail = read_expect(case)
+    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
+                           str(case / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "LARK_CACHE_DIR": str(cache)}, timeout=TIMEOUT_S)
+    result = json.loads(proc.stdout)
+    shown = json.dumps(result, indent=2)[:4000]
+    assert result["verdict"] == expected, f"expected {expected} ({detail}):\n{shown}\n{proc.stderr[-2000:]}"
+    assert proc.returncode == EXIT_STATUS[expected], shown
+    if expected == "verified":
+        assert all(state == "proved" for state in result["properties"].values()), shown
+        assert result["stats"]["obligations"] > 0, shown
+    elif expected == "refuted":
+        wanted = [PROPERTY[word] for word in detail.split("|")]
+        assert any(result["properties"][p] == "violated" for p in wanted), shown
+        assert any(f["property"] in wanted and f.get("witness") for f in result["findings"]), shown
+    else:
+        assert detail.lower() in (result["reason"] or "").lower(), shown
