@@ -88,6 +88,9 @@ DIFFERENTIAL = [
     ("slicing", "torch.cat([z[1:3, ::2, 1], z[:, 5, -3:], z[0, 1:4, 1:4]], dim=0)"),
     ("expand", "x.unsqueeze(0).expand(4, 2, 3) * z[:, :2, :3] + y"),
     ("full", "x + torch.zeros(2, 3, device=x.device) + torch.full((3,), 0.25, device=x.device)"),
+    ("triu_tril", "torch.triu(z[0])[:2, :3] + torch.tril(z[1], -1)[:2, :3] + torch.triu(x, 1)"),
+    ("arange", "x + torch.arange(3, device=x.device) * 2 - torch.arange(1, 7, 2, device=x.device)"),
+    ("isnan", "torch.where(torch.isnan(x), torch.full_like(x, float('nan')), x * 2) + torch.isnan(n).float()"),
 ]
 DIFF_SIGNATURE = "x, y, n, s, z, k"
 DIFF_INPUTS = ("torch.randn(2, 3), torch.randn(3), torch.randint(-3, 3, (2, 3), dtype=torch.int32), 0.75, "

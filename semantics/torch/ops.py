@@ -296,11 +296,45 @@ def _where(c: Call) -> Lazy:
 
 
 def _fill(name: str) -> Op:
-    """full / scalar_tensor: every element is the constant, in the result dtype."""
-    return lambda c: lazy.constant(c.const(c.args[name], c.dtype), c.shape, c.dtype)
+    """full / scalar_tensor: every element is the constant, in the result dtype. A non-finite constant
+    has no real value: it is unsupported where an element is read, not where it is built (kl_div's
+    `where(isnan(t), nan, ...)` never reads it, isnan being false)."""
+    def op(c: Call) -> Lazy:
+        value = c.args[name]
+        if c.dtype in FLOAT_DTYPES and not math.isfinite(float(value)):
+            def read(idx: lazy.Index) -> z3.ExprRef:
+                raise Unsupported(f"{c.target}: non-finite constant {value}")
+            return Lazy.of(c.shape, c.dtype, read)
+        return lazy.constant(c.const(value, c.dtype), c.shape, c.dtype)
+    return op
+
+
+def _isnan(c: Call) -> Lazy:
+    """isnan: false for every element. Floats are exact reals (the `float.reals` axiom every float task
+    lists), and a real is never NaN; integers never are."""
+    if c.tensor("self").dtype not in _NUMERIC:
+        raise Unsupported(f"{c.target} of a {c.tensor('self').dtype} tensor")
+    return lazy.constant(z3.BoolVal(False), c.shape, "bool")
 
 
 # ---- layout ------------------------------------------------------------------------------------------
+
+def _arange(c: Call) -> Lazy:
+    """arange(start, end, step) of an integer dtype: element i is start + i * step (the shape, from the
+    capture, is ceil((end - start) / step)). The index masks of triu / tril are built from two of them."""
+    if c.dtype not in INT_WIDTHS:
+        raise Unsupported(f"{c.target} of dtype {c.dtype}")
+    start, step = (c.args.get(name, default) for name, default in (("start", 0), ("step", 1)))
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (start, step)):
+        raise Unsupported(f"{c.target} with non-integer start or step")
+    width = INT_WIDTHS[c.dtype]
+    first, stride = z3.BitVecVal(start, width), z3.BitVecVal(step, width)
+
+    def at(idx: lazy.Index) -> z3.ExprRef:
+        i = idx[0] if width == 64 else z3.Extract(width - 1, 0, idx[0])
+        return first + i * stride
+    return Lazy.of(c.shape, c.dtype, at)
+
 
 def _same(c: Call) -> Lazy:
     """clone, alias, _to_copy, copy: the values, converted to the result dtype (float casts are the
@@ -346,6 +380,7 @@ OPS: dict[str, Op] = {
     "aten.full_like.default": _fill("fill_value"),
     "aten.flip.default": lambda c: lazy.flip(c.tensor("self"), c.args["dims"]),
     "aten.scalar_tensor.default": _fill("s"),
+    **dict.fromkeys(["aten.arange.default", "aten.arange.start", "aten.arange.start_step"], _arange),
     # activations and unary functions
     "aten.relu.default": _unary(lambda x: _max(x, 0), _NUMERIC),
     "aten.leaky_relu.default": _unary_with(_leaky_relu),
@@ -367,6 +402,7 @@ OPS: dict[str, Op] = {
     "aten.sqrt.default": _unary(lambda x: ideal("sqrt")(x)),
     "aten.rsqrt.default": _unary(lambda x: 1 / ideal("sqrt")(x)),
     "aten.reciprocal.default": _unary(lambda x: 1 / x),
+    "aten.isnan.default": _isnan,
     "aten.abs.default": _unary(lambda x: z3.If(x >= 0, x, -x), _NUMERIC),
     "aten.neg.default": _unary(lambda x: -x, _NUMERIC),
     "aten.square.default": _unary(lambda x: x * x, _NUMERIC),
