@@ -152,8 +152,11 @@ def rederive(document: cert_schema.Certificate | cert_schema.Witness, document_p
         if problems:
             raise Rejected(problems)
         with _fresh_caches():
-            # a certificate made with --allow-narrowing lists the axiom; the check re-derives under it
-            prepared = prepare(path, allow_narrowing="float.narrowing" in document.axioms.used)
+            # a certificate made with --allow-narrowing lists the axiom; the check re-derives under it. One
+            # whose literals were taken as reference constants lists float.constant: re-derived the same way
+            used = document.axioms.used
+            prepared = prepare(path, allow_narrowing="float.narrowing" in used,
+                               exact_constants="float.constant" not in used)
     except (IntakeError, ReferenceCaptureError, Unsupported) as exc:
         raise Rejected([f"the task {path} no longer prepares: {exc}"]) from None
     problems = differences(recorded, identity(task, prepared), everything=True)

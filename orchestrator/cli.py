@@ -69,9 +69,12 @@ def main() -> None:
                    "on goals the heuristics leave open; the core checks every one (docs/llm.md).")
 @click.option("--llm-budget", "llm_budget", type=click.IntRange(min=0), default=None,
               help="With --llm: at most N LLM calls for this task (default 20).")
+@click.option("--exact-constants", is_flag=True,
+              help="Never take a kernel float literal as the reference constant within 2 ulps of it (by default "
+                   "each such literal is, listed as axiom 'constant 0x... taken as NAME').")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
                    witness: Path | None, workers: int | None, address: str | None, solver_s: float | None,
-                   allow_narrowing: bool, use_llm: bool, llm_budget: int | None) -> None:
+                   allow_narrowing: bool, use_llm: bool, llm_budget: int | None, exact_constants: bool) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
     if task.is_dir():
@@ -87,12 +90,13 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
     if workers or address:
         if llm is not None:
             raise click.UsageError("--llm is not supported with --workers/--address yet")
-        if allow_narrowing:
-            raise click.UsageError("--allow-narrowing is not supported with --workers/--address yet")
+        if allow_narrowing or exact_constants:
+            raise click.UsageError("--allow-narrowing and --exact-constants are not supported with "
+                                   "--workers/--address yet")
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
-                            allow_narrowing=allow_narrowing, llm=llm)
+                            allow_narrowing=allow_narrowing, llm=llm, exact_constants=exact_constants)
     click.echo(json.dumps(result.to_json()) if as_json else human(result))
     for note in document_notes(result, {"certificate": certificate, "witness": witness}):
         click.echo(note, err=True)

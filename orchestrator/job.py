@@ -122,13 +122,14 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
                witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
                search_width: int = SEARCH_WIDTH, solver_s: float | None = None,
                cancel: CancelToken | None = None, allow_narrowing: bool = False,
-               llm: LLMProvers | None = None) -> Result:
+               llm: LLMProvers | None = None, exact_constants: bool = False) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
     its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
     to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
     `solver_s` solver seconds); a caller that passes a checker passes the `budget` it charges, which the
     search obeys too. `cancel`, set from any thread, stops the job (its result is `unknown`, "cancelled").
-    `allow_narrowing` takes narrowing float conversions as the listed axiom float.narrowing. `llm`, when
+    `allow_narrowing` takes narrowing float conversions as the listed axiom float.narrowing;
+    `exact_constants` forbids taking a kernel literal as the reference constant 2 ulps away. `llm`, when
     given, adds LLM provers to the search (orchestrator/llm/; off by default)."""
     if checker is None:
         budget = Budget(wall_s=timeout_s, solver_s=solver_s)
@@ -141,7 +142,7 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
         with cancel.stopping(budget.cancel):
             counted = Counting(TracingChecker(checker), reporter.progress)
             result = _run(manifest, timeout_s, reporter, certificate, witness, counted, budget, search_width,
-                          allow_narrowing, llm)
+                          allow_narrowing, llm, exact_constants)
     finally:
         CURRENT.reset(reset)
     for finding in result.findings:
@@ -152,7 +153,7 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
 
 def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Path | None, witness: Path | None,
          checker: Checker, budget: Budget, search_width: int, allow_narrowing: bool = False,
-         llm: LLMProvers | None = None) -> Result:
+         llm: LLMProvers | None = None, exact_constants: bool = False) -> Result:
     start = time.monotonic()
     deadline = start + timeout_s
     name = manifest.parent.name
@@ -161,7 +162,8 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             Search(checker, STRATEGIES, budget, search_width, on_close=reporter.goal) as search:
         try:
             reporter.stage("intake")
-            prepared = prepare(manifest, allow_narrowing, deadline=deadline, on_stage=reporter.stage)
+            prepared = prepare(manifest, allow_narrowing, deadline=deadline, on_stage=reporter.stage,
+                               exact_constants=exact_constants)
             name = prepared.task.name
             provers = replace(PROVERS, search=search.hook)
             if llm is not None:

@@ -19,6 +19,7 @@ from orchestrator.bindings import check_bindings
 from orchestrator.capture_cache import capture_cached
 from orchestrator.frontends import NVCC_TIMEOUT_S, CompiledKernel, compile_kernel
 from orchestrator.manifest import NULL, IntakeError, Task, load_task
+from semantics.constants import reference_constants
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch, ScalarParam, null_allocation
@@ -98,11 +99,13 @@ def _scalar_symbol(name: str, spec: ScalarSpec) -> z3.ExprRef:
 
 
 def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0, deadline: float | None = None,
-            on_stage: Callable[[str], None] | None = None) -> Prepared:
+            on_stage: Callable[[str], None] | None = None, exact_constants: bool = False) -> Prepared:
     """Stages 1-5 for the manifest at `path`. `allow_narrowing` lets float conversions narrower than the
     reference's dtype stand as the identity (axiom float.narrowing, listed per use). `capture_s` bounds the
     reference's capture in wall-clock time; a job's `deadline` (time.monotonic()) bounds the compile and
-    the capture by what is left of its timeout. `on_stage` hears the stages that can take seconds."""
+    the capture by what is left of its timeout. `on_stage` hears the stages that can take seconds.
+    `exact_constants` forbids identifying a kernel literal with a reference constant 2 ulps away (axiom
+    float.constant)."""
     note = on_stage or (lambda _stage: None)
     task = load_task(path)
     note("compile")
@@ -134,7 +137,8 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
     problem = Problem(kernel, launch, buffers, args, references, problem_text,
                       shared_symbols={str(s) for s in scalars.values()} | {"ln2"}, source_files=module.files,
                       language=task.kernel.language,
-                      precision=Precision(_reference_float_bits(buffers), allow_narrowing))
+                      precision=Precision(_reference_float_bits(buffers), allow_narrowing),
+                      constants=reference_constants(graph), exact_constants=exact_constants)
     return Prepared(task, compiled, kernel, graph, problem)
 
 

@@ -19,7 +19,7 @@ import z3
 
 from semantics.terms import subterms
 
-AXIOM_TABLE_VERSION = "2026.12.1"
+AXIOM_TABLE_VERSION = "2026.12.2"
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,9 @@ AXIOMS: dict[str, Axiom] = {
         Axiom("float.narrowing", "a conversion to a float format narrower than the reference's (f16, bf16) is "
                                  "the identity on reals; only with --allow-narrowing, each use listed as "
                                  "float.narrowing@line N (the PTX line of the cvt)"),
+        Axiom("float.constant", "a kernel float32 literal within 2 ulps of a float32 constant the reference computes "
+                                "with is that constant; each instance listed as 'constant 0x... taken as NAME (0x...)'"
+                                " (semantics/constants.py); never with --exact-constants"),
         Axiom("ex2.approx", "ex2.approx(y) = exp(y * ln 2)"),
         Axiom("ex2.log2e", "ex2(x * c) = exp(x) where c is log2(e) rounded to f32 (0f3FB8AA3B), the "
                            "idiom behind __expf, expf and tl.exp"),

@@ -18,6 +18,8 @@ import z3
 from lean_pool.checker import UNKNOWN as UNKNOWN_OUTCOME
 from lean_pool.checker import Checker, Obligation, Outcome
 from semantics.concrete.reproduce import confirm
+from semantics.constants import AXIOM as CONSTANT_AXIOM
+from semantics.constants import Identification, identify
 from semantics.errors import Unsupported
 from semantics.proof import Theorem
 from semantics.properties import (
@@ -106,6 +108,8 @@ class Problem:
     language: str = "ptx"                                # cuda | triton | ptx: how witnesses name blocks
     precision: Precision = field(default_factory=Precision)  # how far float conversions may narrow
     safety_only: bool = False                            # no reference: equivalence is not applicable
+    constants: dict[int, str] = field(default_factory=dict)  # the reference's float32 constants: bits -> name
+    exact_constants: bool = False                        # --exact-constants: no literal is identified with one
 
 
 class FiniteOnly:
@@ -170,9 +174,12 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         return max(min(timeout_s - (time.monotonic() - start), 120.0), 1.0)
 
     results = {p: PropertyResult() for p in PROPERTIES}
+    problem, identified = _identify_constants(problem)
     try:
         note("symbolic execution")
         ctx, effects = _execute(problem, checker, provers, per_obligation, record, hints)
+        if identified and not problem.exact_constants:
+            ctx.axioms.update([CONSTANT_AXIOM, *(m.axiom for m in identified)])
         written = _written_inputs(ctx.accesses, problem.buffers) if problem.safety_only else set()
         if written:   # a declared buffer the kernel writes: its reads see the writes (role scratch), run again
             buffers = {n: replace(b, role="scratch") if n in written else b for n, b in problem.buffers.items()}
@@ -240,6 +247,8 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
     goals = established(results, expected)
     note("reproducing refutations")
     confirm(problem, results)   # on the concrete interpreter: a finding it does not show is dropped (unknown)
+    if problem.exact_constants and identified and results["equivalence"].state in (VIOLATED, UNKNOWN):
+        results["equivalence"] = _near_constants(identified, results["equivalence"])
     verdict, reason = merge(results)
     findings = [f for r in results.values() for f in r.findings]
     for finding in findings:
@@ -292,6 +301,26 @@ def _rewrites(goal: z3.BoolRef, theorem: Theorem | None) -> bool:
         return False
     h, h2 = _comparison(goal), _comparison(theorem.conclusion)
     return h is not None and h2 is not None and h.eq(h2)
+
+
+def _identify_constants(problem: Problem) -> tuple[Problem, list[Identification]]:
+    """The problem with every kernel literal within 2 ulps of a reference constant taken as that constant
+    (axiom float.constant, each instance listed), and the identifications; under --exact-constants the
+    kernel is unchanged and the identifications are only those that would have been made."""
+    kernel, identified = identify(problem.kernel, problem.constants)
+    if problem.exact_constants or not identified:
+        return problem, identified
+    return replace(problem, kernel=kernel), identified
+
+
+def _near_constants(identified: list[Identification], found: PropertyResult) -> PropertyResult:
+    """Under --exact-constants, equivalence not proved in a kernel whose literals differ from reference
+    constants by rounding: never a bare refutation, since those literals alone may be the whole difference.
+    The result is unknown, naming the literals, then whatever else was found (a finding is dropped)."""
+    near = ", ".join(f"0x{m.literal:08X} is within 2 ulps of {m.name} (0x{m.constant:08X})" for m in identified)
+    return PropertyResult(UNKNOWN, [f"--exact-constants, and the kernel's constant {near}: a wrong value may be "
+                                    "that rounding alone (without --exact-constants the literal is taken as the "
+                                    f"constant, axiom {CONSTANT_AXIOM})", *found.reasons])
 
 
 def _all_unknown(problem: Problem) -> dict[str, str]:

@@ -2,7 +2,9 @@
 
 Every problem folder has its files and a one-line EXPECT; a representative subset (elementwise, broadcast,
 a grid-stride scalar input, a reference op outside the model, and buggy twins) is verified here through
-`lark verify --json` and must give the verdict its EXPECT names. `bench/kernelbench.py` runs them all.
+`lark verify --json` and must give the verdict its EXPECT names, and a literal one ulp off a reference
+constant is identified with it (axiom float.constant) unless --exact-constants. `bench/kernelbench.py` runs
+them all.
 """
 
 from __future__ import annotations
@@ -47,14 +49,18 @@ def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("lark-kb-cache")
 
 
+def lark_verify(case: Path, cache: Path, *options: str) -> tuple[subprocess.CompletedProcess, dict]:
+    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
+                           str(case / "lark.toml"), "--json", *options], cwd=REPO, capture_output=True, text=True,
+                          env={**os.environ, "LARK_CACHE_DIR": str(cache)}, timeout=TIMEOUT_S)
+    return proc, json.loads(proc.stdout)
+
+
 @pytest.mark.parametrize("name", SUBSET)
 def test_problem_gives_its_expected_verdict(name: str, cache: Path) -> None:
     case = SUITE / name
     expected, detail = read_expect(case)
-    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
-                           str(case / "lark.toml"), "--json"], cwd=REPO, capture_output=True, text=True,
-                          env={**os.environ, "LARK_CACHE_DIR": str(cache)}, timeout=TIMEOUT_S)
-    result = json.loads(proc.stdout)
+    proc, result = lark_verify(case, cache)
     shown = json.dumps(result, indent=2)[:4000]
     assert result["verdict"] == expected, f"expected {expected} ({detail}):\n{shown}\n{proc.stderr[-2000:]}"
     assert proc.returncode == EXIT_STATUS[expected], shown
@@ -67,3 +73,17 @@ def test_problem_gives_its_expected_verdict(name: str, cache: Path) -> None:
         assert any(f["property"] in wanted and f.get("witness") for f in result["findings"]), shown
     else:
         assert detail.lower() in (result["reason"] or "").lower(), shown
+
+
+def test_a_literal_one_ulp_off_is_taken_as_the_constant_and_listed_and_never_refuted_when_exact(cache: Path) -> None:
+    """0.7978845f is one float32 ulp below sqrt(2/pi): verified with the identification listed; with
+    --exact-constants unknown, naming the literal, and no finding reported."""
+    case = SUITE / "88_mingpt_new_gelu_seven_digit_constant"
+    _, result = lark_verify(case, cache)
+    assert result["verdict"] == "verified", result
+    listed = [a for a in result["axioms"] if a.startswith("constant 0x3F4C4229 taken as")]
+    assert listed and "float.constant" in result["axioms"], result["axioms"]
+    proc, exact = lark_verify(case, cache, "--exact-constants")
+    assert exact["verdict"] == "unknown" and proc.returncode == 2, exact
+    assert "0x3F4C4229" in exact["reason"] and exact["findings"] == [], exact
+    assert not any(a.startswith("constant ") for a in exact["axioms"]), exact["axioms"]
