@@ -103,10 +103,10 @@ def main() -> None:
     for task in tasks:
         outcomes.append(run_one(task, args.timeout))
         o = outcomes[-1]
-        print(f"  ... {o.task}: {o.verdict} {o.seconds:.1f} s", file=sys.stderr, flush=True)
+        print(f"  ... {o.task}: {o.verdict} {o.seconds:.1f} s  {o.reason[:100]}", file=sys.stderr, flush=True)
+        if args.json:   # after every task, so an interrupted run keeps what it measured
+            args.json.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
     report(outcomes)
-    if args.json:
-        args.json.write_text(json.dumps([o.__dict__ for o in outcomes], indent=1))
 
 
 if __name__ == "__main__":

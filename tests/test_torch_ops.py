@@ -57,7 +57,24 @@ PROOF_MODELS = {
     "int_sum": _model("x.sum(dim=1)", "torch.randint(0, 5, (4, 4))"),
     "constant": _model("x + torch.tensor(2.0)", "torch.randn(4)"),
     "to_int": _model("x.to(torch.int32)", "torch.randn(4)"),
+    "bn_train": HEADER + textwrap.dedent("""
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn = nn.BatchNorm1d(3)
+
+            def forward(self, x):
+                return self.bn(x)
+
+        def get_inputs():
+            return [torch.randn(4, 3)]
+
+        def get_init_inputs():
+            return []
+        """),
 }
+PROOF_MODELS["bn_eval"] = PROOF_MODELS["bn_train"].replace("self.bn = nn.BatchNorm1d(3)",
+                                                           "self.bn = nn.BatchNorm1d(3).eval()")
 
 # (name, forward expression) over x: f32 (2, 3), y: f32 (3,), n: int32 (2, 3), s: float scalar,
 # z: f32 (4, 6, 5), k: int scalar.
@@ -377,3 +394,28 @@ def test_div_with_rounding_is_unsupported():
                              values)
     with pytest.raises(Unsupported, match="rounding_mode='floor'"):
         reference_outputs(graph, RefEnv({f"input:{i}": _real_fn(f"I{i}") for i in range(5)}, {}))
+
+
+def _bn_env(graph: RefGraph, bound: tuple[str, ...]) -> RefEnv:
+    tensors = {"input:0": _real_fn("X")}
+    tensors.update({f"param:bn.{name}": _real_fn(name.upper()) for name in bound})
+    return RefEnv(tensors, {})
+
+
+def test_batch_norm_in_training_reads_no_running_statistics(graphs):
+    """The running statistics are inputs of the op even in training, where only their update reads them:
+    left unbound they are no error, and the output is the batch-statistics one."""
+    graph = graphs["bn_train"]
+    out = _one_output(graph, _bn_env(graph, ("weight", "bias")))
+    assert "RUNNING" not in str(out) and "WEIGHT" in str(out)
+
+
+def test_batch_norm_in_eval_uses_the_bound_running_statistics(graphs):
+    graph = graphs["bn_eval"]
+    with pytest.raises(Unsupported, match="bn.running_mean"):
+        _one_output(graph, _bn_env(graph, ("weight", "bias")))
+    x, rm, rv, w, b = (_real_fn(n) for n in ("X", "RUNNING_MEAN", "RUNNING_VAR", "WEIGHT", "BIAS"))
+    out = _one_output(graph, _bn_env(graph, ("weight", "bias", "running_mean", "running_var")))
+    c = z3.URem(E, 3)
+    want = (x(E) - rm(c)) * (1 / ideal("sqrt")(rv(c) + _f32(1e-5))) * w(c) + b(c)
+    assert _proved(out == want, 12)

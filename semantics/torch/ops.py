@@ -526,6 +526,8 @@ class _Interpreter:
             return lazy.constant(term, shape, dtype)
         key = f"input:{node['input']}" if "input" in node else f"param:{node['param']}"
         decl = self.env.tensors.get(key)
+        if decl is None and "param" in node:   # a parameter or buffer the task does not bind: fine until read
+            return Lazy.of(shape, dtype, lambda idx: _unbound(node["param"]))
         if decl is None:
             raise KeyError(f"RefEnv.tensors has no function for {key}")
         if decl.arity() != 1 or decl.domain(0) != z3.BitVecSort(64):
@@ -546,6 +548,13 @@ class _Interpreter:
                 raise ValueError(f"unknown value {v} in reference graph")
             return name
         return v
+
+
+def _unbound(param: str) -> z3.ExprRef:
+    """A read of a parameter or buffer no kernel buffer is bound to (batch norm's running statistics are
+    inputs of the op even in training mode, where only their update, not an output, reads them)."""
+    raise Unsupported(f"the reference reads {param}, which no kernel buffer is bound to "
+                      "(name it in [reference] parameters)")
 
 
 def _refs(value: Any) -> list[str]:
