@@ -36,9 +36,13 @@ def problem_number(path: Path) -> int:
     return int(head) if head.isdigit() else 10_000
 
 
+def read_expect(task: Path) -> str:
+    return (task / "EXPECT").read_text().strip() if (task / "EXPECT").exists() else ""
+
+
 def run_one(task: Path, timeout_s: float) -> Outcome:
     """`lark verify --json` cold: its own empty cache directory, so nothing is served from another run."""
-    expect = (task / "EXPECT").read_text().strip() if (task / "EXPECT").exists() else ""
+    expect = read_expect(task)
     with tempfile.TemporaryDirectory(prefix="lark-kb-") as cache:
         command = [sys.executable, "-c", "from orchestrator.cli import main; main()", "verify",
                    str(task / "lark.toml"), "--json", "--timeout", str(timeout_s)]
@@ -95,7 +99,15 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=300.0, help="per-task --timeout of lark verify (s)")
     parser.add_argument("--only", nargs="*", default=[], help="task folder names (or their number prefixes)")
     parser.add_argument("--json", type=Path, help="also write the outcomes here")
+    parser.add_argument("--report", type=Path, nargs="+", default=[],
+                        help="run nothing: print the figures of earlier --json files (a later file's outcome "
+                             "of a task replaces an earlier one's)")
     args = parser.parse_args()
+    if args.report:
+        merged = {o["task"]: Outcome(**{**o, "expect": read_expect(SUITE / o["task"])})
+                  for path in args.report for o in json.loads(path.read_text()) if (SUITE / o["task"]).is_dir()}
+        report(sorted(merged.values(), key=lambda o: (problem_number(SUITE / o.task), o.task)))
+        return
     tasks = sorted((p.parent for p in SUITE.glob("*/lark.toml")), key=lambda p: (problem_number(p), p.name))
     if args.only:
         tasks = [t for t in tasks if t.name in args.only or t.name.split("_", 1)[0] in args.only]
