@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -62,9 +63,27 @@ def run_one(task: Path, timeout_s: float) -> Outcome:
     return Outcome(task.name, result.get("verdict", "error"), str(result.get("reason") or ""), seconds, expect)
 
 
+BUDGET = re.compile(r"^(wall|solver)-time budget of [\d.]+ s exhausted: ")
+
+
 def reason_key(outcome: Outcome) -> str:
-    """What an unknown is grouped under: its reason up to the first detail (a line number, a colon)."""
-    return outcome.reason.split(":")[0].split(" at line")[0].strip()[:120] or "(no reason)"
+    """What an unknown is grouped under: what stopped it, without line numbers, registers or the budget's
+    size (an exhausted budget is grouped by what was still open when it ran out)."""
+    reason = outcome.reason
+    budget = BUDGET.match(reason)
+    rest = reason[budget.end():] if budget else reason
+    rest = re.split(r" \(line | at line |; |\[kernel", rest)[0]
+    rest = re.sub(r"%\w+|\d+", "N", rest)
+    key = ("budget: " if budget else "") + rest.strip()
+    return key[:110] or "(no reason)"
+
+
+def twins(tasks: list[str]) -> set[str]:
+    """The buggy twins: a folder sharing its problem number with a shorter-named one (the problem's own)."""
+    by_number: dict[str, list[str]] = defaultdict(list)
+    for t in tasks:
+        by_number[t.split("_", 1)[0]].append(t)
+    return {t for names in by_number.values() for t in names if t != min(names, key=len)}
 
 
 def agrees(outcome: Outcome) -> bool:
@@ -77,18 +96,22 @@ def agrees(outcome: Outcome) -> bool:
 def report(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         print(f"{o.task:40s} {o.verdict:9s} {o.seconds:7.1f} s  {o.reason[:110]}")
-    verified = [o for o in outcomes if o.verdict == "verified"]
-    print(f"\nverified {len(verified)} / {len(outcomes)}")
+    buggy = twins([o.task for o in outcomes])
+    problems = [o for o in outcomes if o.task not in buggy]
+    verified = [o for o in problems if o.verdict == "verified"]
+    print(f"\nproblems: verified {len(verified)} / {len(problems)}")
     groups: dict[str, list[str]] = defaultdict(list)
-    for o in outcomes:
+    for o in problems:
         if o.verdict != "verified":
             groups[f"{o.verdict}: {reason_key(o)}"].append(o.task.split("_", 1)[0])
     for key, tasks in sorted(groups.items(), key=lambda kv: -len(kv[1])):
         print(f"  {len(tasks):3d}  {key}  [{', '.join(tasks)}]")
-    seconds = [o.seconds for o in outcomes]
+    refuted = [o.task for o in outcomes if o.task in buggy and o.verdict == "refuted"]
+    print(f"buggy twins: refuted {len(refuted)} / {len(buggy)} [{', '.join(refuted)}]")
+    seconds = [o.seconds for o in problems]
     if seconds:
-        print(f"seconds: median {statistics.median(seconds):.1f}, max {max(seconds):.1f}"
-              f" ({max(outcomes, key=lambda o: o.seconds).task}), total {sum(seconds):.0f}")
+        print(f"seconds (problems): median {statistics.median(seconds):.1f}, max {max(seconds):.1f}"
+              f" ({max(problems, key=lambda o: o.seconds).task}), total {sum(seconds):.0f}")
     mismatched = [o for o in outcomes if not agrees(o)]
     for o in mismatched:
         print(f"EXPECT differs: {o.task}: expected '{o.expect}', got {o.verdict} ({o.reason[:80]})")
