@@ -97,8 +97,9 @@ def agrees(outcome: Outcome) -> bool:
 def report(outcomes: list[Outcome]) -> None:
     for o in outcomes:
         print(f"{o.task:40s} {o.verdict:9s} {o.seconds:7.1f} s  {o.reason[:110]}")
-    buggy = twins([o.task for o in outcomes]) - {o.task for o in outcomes if o.expect.startswith("verified")}
-    problems = [o for o in outcomes if o.task not in buggy]
+    twin = twins([o.task for o in outcomes])
+    buggy = twin - {o.task for o in outcomes if o.expect.startswith("verified")}
+    problems = [o for o in outcomes if o.task not in twin]
     verified = [o for o in problems if o.verdict == "verified"]
     print(f"\nproblems: verified {len(verified)} / {len(problems)}")
     groups: dict[str, list[str]] = defaultdict(list)
