@@ -42,6 +42,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/replay.py", TRUSTED, "concrete evaluation of witnesses on real numbers (refutations)"),
     ("semantics/sparse.py", TRUSTED, "sparse replay of long comprehensions (refutations)"),
     ("semantics/axioms.py", TRUSTED, "the axiom table (ideal functions and their facts)"),
+    ("semantics/constants.py", TRUSTED, "the reference's float32 constants a kernel literal may stand for (float.constant)"),
     ("semantics/comprehension.py", TRUSTED, "the Sum/Prod/Max/Min term constructors"),
     ("semantics/terms.py", TRUSTED, "term traversal"),
     ("semantics/", TRUSTED, "support (errors, versions)"),
