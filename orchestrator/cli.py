@@ -15,6 +15,8 @@ from orchestrator.certificate import unwritable
 from orchestrator.explain import document_notes, human
 from orchestrator.job import STAGE, Event, run_verify
 from orchestrator.report import FAIL_ON, batch_exit_status
+from orchestrator.show import STAGES as SHOW_STAGES
+from orchestrator.show import render
 
 POSITIVE = click.FloatRange(min=0, min_open=True)   # --timeout: a budget of 0 s or less is a usage error
 
@@ -24,6 +26,13 @@ def _writable(option: str, path: Path | None) -> None:
     problem = unwritable(path) if path is not None else None
     if problem:
         raise click.UsageError(f"{option} {path}: {problem}")
+
+
+def _shower(stages: tuple[str, ...], as_json: bool):
+    """The job's inspector for `--show`: prints the asked passes' products as soon as the core has decided."""
+    if not stages:
+        return None
+    return lambda prepared, report: click.echo(render(stages, prepared, report), err=as_json)
 
 
 class _Lark(click.Group):
@@ -72,9 +81,13 @@ def main() -> None:
 @click.option("--exact-constants", is_flag=True,
               help="Never take a kernel float literal as the reference constant within 2 ulps of it (by default "
                    "each such literal is, listed as axiom 'constant 0x... taken as NAME').")
+@click.option("--show", "show", type=click.Choice(list(SHOW_STAGES)), multiple=True,
+              help="Print what a pass produced (repeatable): ptx, reference, effects, goals, proof, obligations. "
+                   "On stdout before the verdict; on stderr with --json.")
 def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Path | None,
                    witness: Path | None, workers: int | None, address: str | None, solver_s: float | None,
-                   allow_narrowing: bool, use_llm: bool, llm_budget: int | None, exact_constants: bool) -> None:
+                   allow_narrowing: bool, use_llm: bool, llm_budget: int | None, exact_constants: bool,
+                   show: tuple[str, ...]) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
     if task.is_dir():
@@ -90,13 +103,16 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
     if workers or address:
         if llm is not None:
             raise click.UsageError("--llm is not supported with --workers/--address yet")
+        if show:
+            raise click.UsageError("--show is not supported with --workers/--address yet")
         if allow_narrowing or exact_constants:
             raise click.UsageError("--allow-narrowing and --exact-constants are not supported with "
                                    "--workers/--address yet")
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
-                            allow_narrowing=allow_narrowing, llm=llm, exact_constants=exact_constants)
+                            allow_narrowing=allow_narrowing, llm=llm, exact_constants=exact_constants,
+                            inspect=_shower(show, as_json))
     click.echo(json.dumps(result.to_json()) if as_json else human(result))
     for note in document_notes(result, {"certificate": certificate, "witness": witness}):
         click.echo(note, err=True)

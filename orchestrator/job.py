@@ -28,7 +28,7 @@ from orchestrator.deadline import DeadlinePassed, within
 from orchestrator.explain import annotate
 from orchestrator.llm.plug import LLMProvers
 from orchestrator.manifest import IntakeError
-from orchestrator.pipeline import prepare
+from orchestrator.pipeline import Prepared, prepare
 from orchestrator.progress import Counting
 from orchestrator.provers import bounds, inverse, reindex
 from orchestrator.result import Result, error, from_report
@@ -36,7 +36,7 @@ from orchestrator.search import Closed, Goal, ProverStrategy, Search, Strategy
 from orchestrator.telemetry import Stages, TracingChecker, span
 from semantics.errors import Unsupported
 from semantics.torch.capture import ReferenceError as ReferenceCaptureError
-from semantics.verdict import Provers, verify
+from semantics.verdict import Provers, Report, verify
 
 PROVERS = Provers(inverse=inverse.propose, bounds=bounds.candidates, reindex=reindex.propose, split=inverse.split)
 STRATEGIES: dict[str, list[Strategy]] = {"bounds": [ProverStrategy("bounds", bounds.candidates)],
@@ -56,6 +56,7 @@ class Event:
 
 
 EventSink = Callable[[Event], None]
+Inspector = Callable[[Prepared, Report], None]   # sees the passes' products (`lark verify --show`)
 
 
 class Cancelled(Exception):
@@ -122,7 +123,8 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
                witness: Path | None = None, checker: Checker | None = None, budget: Budget | None = None,
                search_width: int = SEARCH_WIDTH, solver_s: float | None = None,
                cancel: CancelToken | None = None, allow_narrowing: bool = False,
-               llm: LLMProvers | None = None, exact_constants: bool = False) -> Result:
+               llm: LLMProvers | None = None, exact_constants: bool = False,
+               inspect: Inspector | None = None) -> Result:
     """Verify one task; bad input becomes an `error` result rather than an exception. A verified task writes
     its certificate to `certificate`, a refuted one its witness to `witness`, when asked. `checker` defaults
     to the embedded local one (z3 in-process, the lemma cache, a budget of `timeout_s` wall seconds and
@@ -130,7 +132,8 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
     search obeys too. `cancel`, set from any thread, stops the job (its result is `unknown`, "cancelled").
     `allow_narrowing` takes narrowing float conversions as the listed axiom float.narrowing;
     `exact_constants` forbids taking a kernel literal as the reference constant 2 ulps away. `llm`, when
-    given, adds LLM provers to the search (orchestrator/llm/; off by default)."""
+    given, adds LLM provers to the search (orchestrator/llm/; off by default). `inspect(prepared, report)`,
+    when given, sees what the passes produced once the core has decided (`lark verify --show`)."""
     if checker is None:
         budget = Budget(wall_s=timeout_s, solver_s=solver_s)
         checker = assemble(Z3Checker(), DiskLemmaStore(), budget)
@@ -142,7 +145,7 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
         with cancel.stopping(budget.cancel):
             counted = Counting(TracingChecker(checker), reporter.progress)
             result = _run(manifest, timeout_s, reporter, certificate, witness, counted, budget, search_width,
-                          allow_narrowing, llm, exact_constants)
+                          allow_narrowing, llm, exact_constants, inspect)
     finally:
         CURRENT.reset(reset)
     for finding in result.findings:
@@ -153,7 +156,8 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
 
 def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Path | None, witness: Path | None,
          checker: Checker, budget: Budget, search_width: int, allow_narrowing: bool = False,
-         llm: LLMProvers | None = None, exact_constants: bool = False) -> Result:
+         llm: LLMProvers | None = None, exact_constants: bool = False,
+         inspect: Inspector | None = None) -> Result:
     start = time.monotonic()
     deadline = start + timeout_s
     name = manifest.parent.name
@@ -171,6 +175,8 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             report = within(deadline, lambda: verify(prepared.problem, checker, provers, timeout_s, stages))
             if reporter.cancel.cancelled:
                 raise Cancelled("verdict")
+            if inspect is not None:
+                inspect(prepared, report)
         except (IntakeError, ReferenceCaptureError) as exc:
             return error(name, str(exc), time.monotonic() - start)
         except Cancelled:

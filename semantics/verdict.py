@@ -91,6 +91,11 @@ class Report:
     # property -> how its top goals were met: {"goals": n, "stated": exactly by a theorem, "rewritten": by a
     # theorem of the form tactics rewrote the goal to} (`established`)
     goals: dict[str, dict[str, int]] = field(default_factory=dict)
+    # What the passes produced, for `lark verify --show` (never serialised, never part of the verdict): the
+    # symbolic thread's accesses, the top goals per property, and the theorems each property's checks made.
+    accesses: list = field(default_factory=list)
+    expected: dict[str, list] = field(default_factory=dict)
+    theorems: dict[str, list[Theorem]] = field(default_factory=dict)
 
 
 @dataclass
@@ -255,7 +260,8 @@ def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: floa
         locate(finding, problem.kernel, problem.source_files, problem.language)
         name_sizes(finding, problem.launch)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
-                  time.monotonic() - start, hints, goals)
+                  time.monotonic() - start, hints, goals, accesses, expected,
+                  {p: list(r.theorems) for p, r in results.items()})
 
 
 Goals = list[tuple[str, z3.BoolRef | tuple[z3.BoolRef, ...] | None]]   # (what, accepted statement(s))
@@ -446,14 +452,14 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
                                   timeout_s, record, hints)
     values = equivalence.check(stored, problem.buffers, problem.references, thread, launch_ok, checker,
                                timeout_s, record, provers, hints, frozenset(problem.shared_symbols), overwritten)
-    if values.state == VIOLATED:
-        return values
-    for a in stored:
+    for a in stored:     # listed before a violation returns too, so `--show goals` names the refuted lane
         for j in range(len(a.values)):
             if (id(a), j) not in overwritten:
                 stated = values.goals.get((id(a), j))
                 ok = stated is not None and equivalence.is_goal(stated, a, j, problem.buffers[a.buffer], launch_ok)
                 goals.append((f"{a.buffer} lane {j} of the store at line {a.line}", stated if ok else None))
+    if values.state == VIOLATED:
+        return values
     for name in sorted(summed):
         values.merge(atomics.check(problem.buffers[name], [a for a in outputs if a.buffer == name],
                                    problem.references[name], thread, launch, launch_ok, problem.shared_symbols,

@@ -1,0 +1,79 @@
+"""`lark verify --show STAGE` (issue 14, item 5): each pass's product, printed so a person sees where a proof
+stops. The tasks are tests/tiny_tasks.py's hand-written PTX (no nvcc); each run costs one capture."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from orchestrator.cli import main
+from orchestrator.show import STAGES
+from tests.tiny_tasks import write_task
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory):
+    saved = os.environ.get("LARK_CACHE_DIR")
+    root = tmp_path_factory.mktemp("show")
+    os.environ["LARK_CACHE_DIR"] = str(root / "cache")
+    yield {kind: write_task(root, kind, kind) for kind in ("copy", "doubled")}
+    if saved is None:
+        del os.environ["LARK_CACHE_DIR"]
+    else:
+        os.environ["LARK_CACHE_DIR"] = saved
+
+
+def lark(*args: object):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def sections(text: str) -> dict[str, str]:
+    """Stage name -> its printed body."""
+    found, name = {}, None
+    for line in text.splitlines():
+        if line.startswith("== ") and line.endswith(" =="):
+            name = line[3:-3]
+            found[name] = ""
+        elif name is not None:
+            found[name] += line + "\n"
+    return found
+
+
+def test_every_stage_of_a_verified_task(tasks) -> None:
+    ran = lark("verify", tasks["copy"], *[a for s in STAGES for a in ("--show", s)])
+    assert ran.exit_code == 0, ran.output
+    shown = sections(ran.stdout)
+    assert list(shown) == list(STAGES)        # every stage, in the core's order, before the verdict
+    assert ".entry" in shown["ptx"]
+    assert "y[e]" in shown["reference"] and "x(e)" in shown["reference"]
+    assert "store global y" in shown["effects"] and "load global x" in shown["effects"]
+    # every top goal of every property is stated by a theorem: no goal is listed as open
+    assert "memory_safety (proved)" in shown["goals"] and "stated" in shown["goals"]
+    assert "[open]" not in shown["goals"] and "[no form]" not in shown["goals"]
+    assert "by_smt" in shown["proof"] and "top goals" in shown["proof"]
+    assert "proved" in shown["obligations"] and "equivalence:" in shown["obligations"]
+    assert "copy: verified" in shown["obligations"]     # the verdict follows the last stage
+
+
+def test_a_refuted_task_shows_the_open_goal_and_its_outcome(tasks) -> None:
+    ran = lark("verify", tasks["doubled"], "--show", "goals")
+    assert ran.exit_code == 1, ran.output
+    goals = sections(ran.stdout)["goals"]
+    open_rows = [line for line in goals.splitlines() if "[open]" in line]
+    assert open_rows and any(line.rstrip().endswith(": refuted") for line in open_rows), goals
+
+
+def test_with_json_the_stages_go_to_stderr_and_stdout_stays_one_object(tasks) -> None:
+    ran = lark("verify", tasks["copy"], "--json", "--show", "obligations")
+    assert ran.exit_code == 0
+    assert json.loads(ran.stdout)["verdict"] == "verified"
+    assert "== obligations ==" in ran.stderr and "== obligations ==" not in ran.stdout
+
+
+def test_an_unknown_stage_is_a_usage_error(tasks) -> None:
+    ran = lark("verify", tasks["copy"], "--show", "tactics")
+    assert ran.exit_code == 3
+    assert "tactics" in ran.output
