@@ -94,6 +94,7 @@ class TensorDecl:
     dtype: str | None = None
     init: str | None = None  # 'zeros' | 'ones' | 'any'; None = unspecified
     unbounded: bool = False  # `shape = "unbounded"` (safety-only tasks): the caller guarantees the bounds
+    values: tuple[int, int] | None = None  # `range = [lo, hi]`: a precondition on an integer input's elements
 
 
 @dataclass(frozen=True)
@@ -160,6 +161,7 @@ class _TensorModel(_Strict):
     shape: list[Annotated[int, Field(ge=0)]] | Literal["unbounded"] | None = None
     dtype: Literal[TORCH_DTYPES] | None = None  # type: ignore[valid-type]
     init: Literal[TENSOR_INITS] | None = None  # type: ignore[valid-type]
+    range: Annotated[list[int], Field(min_length=2, max_length=2)] | None = None
 
 
 class _ScalarModel(_Strict):
@@ -199,8 +201,9 @@ EXPECTED: dict[str, str] = {
     "reference.outputs": "a list of at least one name (string)",
     "reference.parameters": "a table of kernel buffer = Model parameter name",
     "reference.parameters.*": "a Model parameter or buffer name (string)",
-    "tensors": "a table of buffer name = { shape, dtype, init }",
-    "tensors.*": "a table with optional keys shape, dtype and init",
+    "tensors": "a table of buffer name = { shape, dtype, init, range }",
+    "tensors.*": "a table with optional keys shape, dtype, init and range",
+    "tensors.*.range": "a list of two integers [lo, hi]: every element of the integer input lies in it",
     "tensors.*.shape": 'a list of non-negative integers, or "unbounded" (safety-only tasks)',
     "tensors.*.dtype": "one of " + ", ".join(f'"{d}"' for d in TORCH_DTYPES),
     "tensors.*.init": 'one of "zeros", "ones" or "any"',
@@ -441,7 +444,14 @@ def _tensor_decls(models: dict[str, _TensorModel], reference: ReferenceSpec | No
         if unbounded and reference is not None:
             raise IntakeError(f"tensors.{name}.shape", '"unbounded" is only for safety-only tasks (no [reference])')
         shape = None if model.shape is None or unbounded else tuple(model.shape)
-        decls[name] = TensorDecl(shape=shape, dtype=model.dtype, init=model.init, unbounded=unbounded)
+        values = None
+        if model.range is not None:
+            lo, hi = model.range
+            if lo > hi:
+                raise IntakeError(f"tensors.{name}.range", f"[{lo}, {hi}] is empty: lo must be at most hi")
+            values = (lo, hi)
+        decls[name] = TensorDecl(shape=shape, dtype=model.dtype, init=model.init, unbounded=unbounded,
+                                 values=values)
     return decls
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import z3
@@ -91,6 +91,27 @@ def _buffers(task: Task, specs: dict[str, TensorSpec], origin: dict) -> dict[str
         init = decl.init if decl and decl.init != "any" else None
         buffers[name] = Buffer(name, spec.dtype, _numel(spec.shape), DTYPE_BYTES[spec.dtype],
                                roles[origin[name][0]], init)
+    return _with_ranges(task, buffers)
+
+
+SIGNED_INTEGERS = frozenset({"int8", "int16", "int32", "int64"})
+
+
+def _with_ranges(task: Task, buffers: dict[str, Buffer]) -> dict[str, Buffer]:
+    """Each `[tensors] NAME = { range = [lo, hi] }` on the buffer it constrains: only an integer input's
+    elements have a value range, and it must fit the dtype (`semantics/preconditions.py`)."""
+    for name, decl in task.tensors.items():
+        if decl.values is None or name not in buffers:
+            continue
+        buffer, (lo, hi) = buffers[name], decl.values
+        field_name = f"tensors.{name}.range"
+        if buffer.dtype not in SIGNED_INTEGERS or buffer.role != "input":
+            raise IntakeError(field_name, f"a value range is a precondition on a signed integer input (int8 to "
+                                          f"int64); {name} is a {buffer.dtype} {buffer.role} buffer")
+        half = 1 << (buffer.elem_bytes * 8 - 1)
+        if not -half <= lo <= hi < half:
+            raise IntakeError(field_name, f"[{lo}, {hi}] does not fit {buffer.dtype} ([{-half}, {half - 1}])")
+        buffers[name] = replace(buffer, values=(lo, hi))
     return buffers
 
 
@@ -158,7 +179,7 @@ def _safety_buffers(task: Task) -> dict[str, Buffer]:
         numel = 0 if decl.unbounded else _numel(decl.shape)
         buffers[name] = Buffer(name, decl.dtype, numel, DTYPE_BYTES[decl.dtype], "scratch" if init else "input",
                                init, decl.unbounded)
-    return buffers
+    return _with_ranges(task, buffers)
 
 
 def _scalar_params(task: Task, user_params: list) -> dict[str, ScalarParam]:
@@ -231,7 +252,8 @@ def _references(graph: RefGraph, task: Task, buffers: dict[str, Buffer], scalars
             tensors[f"input:{key}"] = buffers[name].contents()
         elif kind == "param":
             tensors[f"param:{key}"] = buffers[name].contents()
-    env = RefEnv(tensors=tensors, scalars={origin[n][1]: s for n, s in scalars.items()})
+    ranges = {b.contents().name(): b.values for b in buffers.values() if b.values}
+    env = RefEnv(tensors=tensors, scalars={origin[n][1]: s for n, s in scalars.items()}, ranges=ranges)
     try:
         outputs = reference_outputs(graph, env)
     except TorchUnsupported as exc:

@@ -89,7 +89,7 @@ class Evaluator:
 
     def _value(self, term: z3.ExprRef) -> object:
         if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
-            v = self.model.eval(term, model_completion=True)
+            v = self.model.eval(self._with_integer_reads(term), model_completion=True)
             return v.as_long() if z3.is_bv_value(v) else z3.is_true(v)
         if z3.is_rational_value(term):
             frac = term.as_fraction()
@@ -109,6 +109,26 @@ class Evaluator:
             return REAL_OPS[kind]([self.value(a) for a in term.children()])
         except ZeroDivisionError as exc:
             raise NotConcrete("division by zero") from exc
+
+    def _with_integer_reads(self, term: z3.ExprRef) -> z3.ExprRef:
+        """`term` with each integer input element it reads (a gathered index: `targets[r]`) replaced by its value:
+        the override given for that element (a witness's inputs), else the model's. Each is recorded, signed,
+        so a witness lists it for the concrete interpreter."""
+        reads = [t for t in subterms(term) if z3.is_app(t) and t.num_args() == 1 and z3.is_bv(t)
+                 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.decl().domain(0) == z3.BitVecSort(64)]
+        pairs = []
+        for t in reads:
+            index = self.value(t.arg(0))
+            if not isinstance(index, int):
+                continue
+            key, width = (t.decl().name(), index), t.size()
+            if key in self.overrides:
+                v = int(self.overrides[key]) % (1 << width)
+            else:
+                v = self.model.eval(t.decl()(z3.BitVecVal(index, 64)), model_completion=True).as_long()
+            self.reads[key] = v - (1 << width) if v >> (width - 1) else v
+            pairs.append((t, z3.BitVecVal(v, width)))
+        return z3.substitute(term, *pairs) if pairs else term
 
     def _comprehension(self, term: z3.ExprRef) -> object:
         """Expand a Sum/Prod/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads);

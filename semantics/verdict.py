@@ -17,6 +17,7 @@ import z3
 
 from lean_pool.checker import UNKNOWN as UNKNOWN_OUTCOME
 from lean_pool.checker import Checker, Obligation, Outcome
+from semantics import preconditions
 from semantics.concrete.reproduce import confirm
 from semantics.constants import AXIOM as CONSTANT_AXIOM
 from semantics.constants import Identification, identify
@@ -164,6 +165,14 @@ def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
 
 def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: float = 600.0,
            progress: Callable[[str], None] | None = None) -> Report:
+    """Decide the problem's properties, every obligation resting on its inputs' stated preconditions."""
+    ranges = {b.contents().name(): b.values for b in problem.buffers.values() if b.values}
+    with preconditions.stated(ranges):
+        return _decide(problem, checker, provers, timeout_s, progress)
+
+
+def _decide(problem: Problem, checker: Checker, provers: Provers, timeout_s: float,
+            progress: Callable[[str], None] | None) -> Report:
     start = time.monotonic()
     checker = FiniteOnly(checker)
     if problem.launch.scalars:
@@ -340,6 +349,7 @@ def _execute(problem: Problem, checker, provers: Provers, per_obligation: Callab
     ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
     if any(b.is_float for b in problem.buffers.values()):
         ctx.axioms.add("float.reals")   # the axiom every float verdict rests on (DESIGN §3)
+    ctx.axioms.update(preconditions.describe(b.name, *b.values) for b in problem.buffers.values() if b.values)
 
     def exit_oracle(loop, key: str):
         return termination.exact_exit(loop, key, _bounds(provers, ctx.thread, problem.launch, True,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
+from semantics import preconditions
 from semantics.axioms import ground_facts
 from semantics.proof.theorem import Refused, Theorem, _mint
 
@@ -29,10 +30,12 @@ def by_smt(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, pro
     The obligation's formula is `negation(claim)`, and with facts `z3.And(¬claim, *A)` (even when A is empty:
     the text equivalence obligations have always had). The instances come from the trusted axiom table,
     never from the caller, and are listed in the theorem. Anything but `proved` (a model, `unknown`, a
-    timeout) raises `Refused` carrying the obligation and its outcome."""
+    timeout) raises `Refused` carrying the obligation and its outcome. The instances of the task's input
+    preconditions at the reads ¬claim mentions (`semantics.preconditions`) join A in either case."""
     negated = negation(claim)
     facts = tuple(ground_facts(negated)) if with_facts else ()
-    formula = z3.And(negated, *facts) if with_facts else negated
+    facts += preconditions.facts(negated)
+    formula = z3.And(negated, *facts) if with_facts or facts else negated
     ob = Obligation(name, prop, formula, witness or {})
     outcome = checker.check(ob, timeout_s)
     if outcome.status != PROVED:

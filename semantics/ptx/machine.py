@@ -121,6 +121,7 @@ class Buffer:
     role: str
     init: str | None = None
     unbounded: bool = False
+    values: tuple[int, int] | None = None   # an integer input's precondition: every element in [lo, hi]
 
     @property
     def size_bytes(self) -> int:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -28,6 +28,7 @@ import z3
 
 from semantics.axioms import ideal
 from semantics.torch import lazy
+from semantics.torch.gathers import GATHER_OPS
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
 from semantics.torch.lazy import Lazy, Missing, Unsupported
 from semantics.torch.reductions import REDUCTION_OPS
@@ -48,6 +49,7 @@ class RefEnv:
 
     tensors: dict[str, z3.FuncDeclRef]
     scalars: dict[int, z3.ExprRef]
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)   # contents name -> stated [lo, hi]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Call:
     shape: tuple[int, ...]
     dtype: str
     node: str = ""
+    ranges: dict[str, tuple[int, int]] = field(default_factory=dict)   # the inputs' preconditions (gathers)
 
     def tensor(self, name: str) -> Lazy:
         value = self.args[name]
@@ -436,6 +439,8 @@ OPS: dict[str, Op] = {
     "aten.bitwise_xor.Tensor": _binary(lambda a, b: z3.Xor(a, b) if z3.is_bool(a) else a ^ b, _BITS),
     # reductions, contractions, scans, softmax and normalizations (semantics/torch/reductions.py)
     **REDUCTION_OPS,
+    # elements picked by indices read from a tensor (semantics/torch/gathers.py)
+    **GATHER_OPS,
 }
 
 
@@ -488,7 +493,7 @@ class _Interpreter:
         if not isinstance(first, dict):
             raise Unsupported(f"{target} with no tensor result")
         call = Call(target, {k: self._value(v) for k, v in node["args"].items()}, tuple(first["shape"]),
-                    first["dtype"], node["name"])
+                    first["dtype"], node["name"], self.env.ranges)
         result = OPS[target](call)
         if not several:
             if not isinstance(result, Lazy):
