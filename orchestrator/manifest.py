@@ -139,7 +139,7 @@ class _KernelModel(_Strict):
     entry: Annotated[str, Field(min_length=1)]
     arch: Annotated[str, Field(pattern=ARCH_PATTERN)] = "sm_90"
     signature: dict[str, str] | None = None
-    constexprs: dict[str, int | float | bool] | None = None
+    constexprs: dict[str, int | float | bool | str] | None = None
     num_warps: Literal[WARPS_PER_BLOCK] | None = None  # type: ignore[valid-type]
 
 
@@ -376,9 +376,15 @@ def _kernel_spec(model: _KernelModel, root: Path) -> KernelSpec:
                 )
     return KernelSpec(
         source=source, entry=model.entry, arch=model.arch, language=language,
-        signature=dict(model.signature or {}), constexprs=dict(model.constexprs or {}),
+        signature=dict(model.signature or {}), constexprs=_constexprs(model.constexprs or {}),
         num_warps=model.num_warps or 4,
     )
+
+
+def _constexprs(given: dict[str, int | float | bool | str]) -> dict[str, int | float | bool | str | None]:
+    """Triton constexpr values as the kernel receives them: TOML has no null, so the string "None" is None
+    (an optional tensor or activation a kernel tests with `is None`); any other string stays a string."""
+    return {name: None if value == "None" else value for name, value in given.items()}
 
 
 def _launch_spec(model: _LaunchModel, kernel: KernelSpec) -> LaunchSpec:

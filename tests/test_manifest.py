@@ -123,6 +123,22 @@ def test_triton_manifest_loads_with_block_from_num_warps(tmp_path: Path) -> None
     assert task.launch.block == (128, 1, 1)
 
 
+def test_triton_constexprs_may_be_strings_or_none(tmp_path: Path) -> None:
+    manifest = edit(TRITON_RELU, "constexprs = { BLOCK = 512 }",
+                    'constexprs = { BLOCK = 512, ACT = "gelu", BIAS = "None", EPS = 1e-5, AFFINE = true }')
+    task = load_task(write_task(tmp_path / "t", manifest))
+    assert task.kernel.constexprs == {"BLOCK": 512, "ACT": "gelu", "BIAS": None, "EPS": 1e-5, "AFFINE": True}
+    error = intake_error(tmp_path / "u", edit(TRITON_RELU, "constexprs = { BLOCK = 512 }", "constexprs = { B = [1] }"))
+    assert error.field == "kernel.constexprs.B"
+
+
+def test_a_value_range_on_a_tensor(tmp_path: Path) -> None:
+    manifest = VECTOR_ADD + '\n[tensors]\na = { range = [0, 9] }\n'
+    assert load_task(write_task(tmp_path / "t", manifest)).tensors["a"].values == (0, 9)
+    error = intake_error(tmp_path / "u", VECTOR_ADD + '\n[tensors]\na = { range = [9, 0] }\n')
+    assert error.field == "tensors.a.range" and "empty" in str(error)
+
+
 def test_tensors_table(tmp_path: Path) -> None:
     manifest = edit(VECTOR_ADD, '"c", 50000]', '"c", "scratch", 50000]')
     manifest += '\n[tensors]\nscratch = { shape = [4, 8], dtype = "float32", init = "zeros" }\n'
