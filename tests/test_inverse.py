@@ -57,3 +57,29 @@ def test_an_offset_that_carries_is_subtracted_first():
     """y[256·b + t + 1] for t < 256: decoding e / 256 before subtracting 1 would be off by one at t = 255."""
     b, t = z3.BitVec("b", 64), z3.BitVec("t", 64)
     _decodes(256 * b + t + 1, [b, t], [(0, 255), (7, 255), (3, 0)])
+
+
+def _permute_index() -> z3.BitVecRef:
+    """nvcc's (b, n, h, d) -> (b, h, n, d) store index: digits of the linear id by division, `x % c` as
+    `x - c·(x / c)` (examples/lib_permute_heads)."""
+    n_, h_, d_ = 1024, 12, 64
+    linear = TX + 256 * BX
+    b = linear / (n_ * h_ * d_)
+    rest = linear - (n_ * h_ * d_) * b
+    n = rest / (h_ * d_)
+    rest = rest - (h_ * d_) * n
+    h = rest / d_
+    d = rest - d_ * h
+    return z3.SignExt(32, ((b * h_ + h) * n_ + n) * d_ + d)
+
+
+def test_a_four_d_permute_decodes_through_the_digits_of_the_linear_id():
+    _decodes(_permute_index(), [BX, TX], [(0, 0), (1416, 96), (24575, 255), (3, 17)])
+
+
+def test_digits_that_do_not_tile_the_linear_id_propose_nothing():
+    """A quotient of something other than the linear id's remainders (here by 7: no place value of the
+    mixed radix) is no digit; the prover proposes nothing rather than a guess."""
+    linear = TX + 256 * BX
+    q = linear / 7
+    assert propose("t", z3.SignExt(32, q * 64 + (linear - 7 * q) / 3), [BX, TX], E) is None

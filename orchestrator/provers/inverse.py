@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import z3
 
+from orchestrator.provers import digits as radix
 from semantics.ptx.machine import simplify
 from semantics.terms import subterms
 
@@ -165,7 +166,7 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""
     form = linearize(simplify(index))
     if form is None:
-        return None
+        return radix.propose(key, simplify(index), variables, e, propose)
     atoms, const = form
     names = {str(v) for v in variables}
     # A variable's high bits next to the variable itself (Triton ORs `tid >> 10` into the block index): guess
