@@ -83,3 +83,11 @@ def test_digits_that_do_not_tile_the_linear_id_propose_nothing():
     linear = TX + 256 * BX
     q = linear / 7
     assert propose("t", z3.SignExt(32, q * 64 + (linear - 7 * q) / 3), [BX, TX], E) is None
+
+
+def test_a_cooperative_groups_warp_rank_decodes():
+    """row = 8·ctaid.x + meta_group_rank(), the rank being (tid.x + 256·tid.y + 256·tid.z) >> 5 of the block's
+    thread rank: lane 0 of each warp writes (examples/lib_cg_row_sum)."""
+    ty, tz = z3.BitVec("tid.y", 32), z3.BitVec("tid.z", 32)
+    index = z3.SignExt(32, 8 * BX + z3.LShR(TX + 256 * ty + 256 * tz, 5))
+    _decodes(index, [BX, TX, ty, tz], [(0, 0, 0, 0), (1023, 224, 0, 0), (5, 96, 0, 0)])

@@ -111,9 +111,22 @@ def _power_of_two(n: int) -> bool:
 def _high_part(term: z3.ExprRef, inner: z3.ExprRef, bits: int) -> Linear | None:
     """`v >> bits` of a plain variable v (a warp index tid.x / 32, say) as an atom of its own; `propose`
     inverts it as v = atom · 2^bits, leaving the low bits zero."""
-    if bits == 0 or not z3.is_const(inner):
+    if bits == 0:
         return None
-    return {f"{inner}>>{bits}": (term, 1)}, 0
+    if z3.is_const(inner):
+        return {f"{inner}>>{bits}": (term, 1)}, 0
+    # `(tid.x + 256·tid.y + 256·tid.z) >> 5`, a cooperative group's warp rank in the block: the one variable of
+    # coefficient 1 keeps its low bits, the others (multiples of 2^bits) shift exactly (for in-range ids)
+    form = linearize(inner)
+    if form is None or form[1] % (1 << bits):
+        return None
+    low = [(name, t) for name, (t, c) in form[0].items() if c == 1]
+    if len(low) != 1 or not z3.is_const(low[0][1]) or any(c % (1 << bits) for name, (_, c) in form[0].items()
+                                                          if name != low[0][0]):
+        return None
+    name, variable = low[0]
+    shifted = {n: (t, c >> bits) for n, (t, c) in form[0].items() if n != name}
+    return {**shifted, f"{name}>>{bits}": (z3.LShR(variable, bits), 1)}, form[1] >> bits
 
 
 def _shift_right(form: Linear | None, bits: int) -> Linear | None:
