@@ -27,11 +27,11 @@ from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2, unshadow
 from orchestrator import cert_schema
 from orchestrator.cert_identity import Rejected, TaskMissing, rederive, sha256
+from orchestrator.cert_schema import SOLVERS
 from orchestrator.cert_terms import BadHint, hint_from_json, obligation_text, replay_provers
 from orchestrator.cert_witness import replay_witness
 from semantics.verdict import Report, verify
 
-SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}
 REPROVE_TIMEOUT_S = 120.0
 ACCEPTED, REJECTED, UNREADABLE = 0, 1, 3
 

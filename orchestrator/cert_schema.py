@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 CERTIFICATE, WITNESS, VERSION = "lark.certificate", "lark.witness", 1
+SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}   # `lark check --solver`: who re-proves
 Sha256 = str
 
 

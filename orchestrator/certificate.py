@@ -69,20 +69,6 @@ def witness(manifest: Path, path: Path, prepared: Prepared, report: Report) -> c
         {"schema": cert_schema.WITNESS, **_common(manifest, path, prepared, report), "findings": findings})
 
 
-def unwritable(path: Path) -> str | None:
-    """Why a file cannot be written at `path` (checked before a run, so that an hour of verification does
-    not end in a failed write), or None when it can."""
-    path = Path(path)
-    folder = path.absolute().parent
-    if path.is_dir():
-        return "is a folder"
-    if not folder.is_dir():
-        return f"the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK) or path.exists() and not os.access(path, os.W_OK):
-        return "permission denied"
-    return None
-
-
 def write_certificate(path: Path, manifest: Path, prepared: Prepared, report: Report) -> Path:
     cert_schema.dump(certificate(manifest, path, prepared, report), path)
     return path
