@@ -7,7 +7,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from orchestrator.batch import State, answered, answered_line, discover, task_key, task_keys
+from orchestrator import batch
+from orchestrator.batch import State, answered, answered_line, discover, run_batch, task_key, task_keys
 from orchestrator.report import batch_exit_status, write_html, write_junit
 from orchestrator.result import Result, error
 from orchestrator.result_store import ResultStore, reproducible
@@ -133,3 +134,21 @@ def test_the_key_covers_where_the_documents_are_written(tmp_path):
     here = task_keys([manifest], options, {manifest: (tmp_path / "c1" / "a.cert.json", tmp_path / "c1" / "a.w")})
     there = task_keys([manifest], options, {manifest: (tmp_path / "c2" / "a.cert.json", tmp_path / "c2" / "a.w")})
     assert len({plain, here[manifest], there[manifest]}) == 3
+
+
+def test_rerun_runs_every_task_the_state_file_and_the_store_would_answer(tmp_path, monkeypatch):
+    manifests = [write_task(tmp_path / "lib", name, "copy") for name in ("a", "b")]
+    ran: list[list[str]] = []
+
+    def fleet(todo, workers, address, timeout_s, solver_s, on_done, documents) -> None:
+        ran.append([m.parent.name for m in todo])
+        for m in todo:
+            on_done(str(m), result(m.parent.name, "verified"), None)
+
+    monkeypatch.setattr(batch, "_run_on_ray", fleet)
+    store, state = ResultStore(tmp_path / "results"), State(tmp_path / "state.jsonl")
+    run_batch(manifests, state, show_progress=False, store=store)
+    again = run_batch(manifests, State(tmp_path / "other.jsonl"), show_progress=False, store=store)
+    forced = run_batch(manifests, state, show_progress=False, store=store, rerun=True)
+    assert ran == [["a", "b"], ["a", "b"]]
+    assert [o.stored for o in again] == [True, True] and [o.resumed for o in forced] == [False, False]
