@@ -4,12 +4,17 @@
 -> 5 bind buffers, scalars and parameters -> 6 verify (semantics.verdict). Each stage raises its own
 error type; `IntakeError` and `ReferenceError` are bad input (exit 3), `Unsupported` becomes unknown.
 A safety-only task (no [reference]) skips stage 4: its buffers and scalars come from the manifest alone.
+Stage 4 starts before stage 2, on a thread: a capture not cached is a subprocess importing torch (seconds),
+a compile is nvcc (about half a second), and neither needs the other, so a cold task waits for the longer
+of the two rather than their sum (issue 19, item 9). Errors still surface in stage order.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +113,8 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
     float.constant)."""
     note = on_stage or (lambda _stage: None)
     task = load_task(path)
+    capture = None if task.safety_only else _in_background(
+        lambda: capture_cached(task.reference.source, max(_left(deadline, capture_s), CAPTURE_MIN_S)))
     note("compile")
     compiled = compile_kernel(task.kernel, _left(deadline, NVCC_TIMEOUT_S))
     try:
@@ -119,7 +126,7 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
     if task.safety_only:
         return Prepared(task, compiled, kernel, None, _safety_problem(task, compiled, kernel, module.files))
     note("capture the reference")
-    graph = capture_cached(task.reference.source, max(_left(deadline, capture_s), CAPTURE_MIN_S))
+    graph = capture.result()
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
     scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs
@@ -140,6 +147,21 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
                       precision=Precision(_reference_float_bits(buffers), allow_narrowing),
                       constants=reference_constants(graph), exact_constants=exact_constants)
     return Prepared(task, compiled, kernel, graph, problem)
+
+
+def _in_background(work: Callable[[], RefGraph]) -> Future[RefGraph]:
+    """`work` started on a daemon thread (a process ending on an earlier stage's error does not wait for it;
+    the capture subprocess has its own time limit), its result or exception in the future returned."""
+    future: Future[RefGraph] = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting stage, which raises it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="lark-capture", daemon=True).start()
+    return future
 
 
 def _left(deadline: float | None, most: float) -> float:
