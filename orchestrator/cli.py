@@ -92,7 +92,6 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
                    allow_narrowing: bool, use_llm: bool, llm_budget: int | None, exact_constants: bool) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
-    from orchestrator.batch import verify_on_ray
     from orchestrator.job import STAGE, Event, run_verify
 
     if task.is_dir():
@@ -111,6 +110,8 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
         if allow_narrowing or exact_constants:
             raise click.UsageError("--allow-narrowing and --exact-constants are not supported with "
                                    "--workers/--address yet")
+        from orchestrator.batch import verify_on_ray
+
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
