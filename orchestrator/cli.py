@@ -92,18 +92,21 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
                    allow_narrowing: bool, use_llm: bool, llm_budget: int | None, exact_constants: bool) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
-    from orchestrator.job import STAGE, Event, run_verify
+    from orchestrator import prestart
 
     if task.is_dir():
         task = task / "lark.toml"      # a folder without one is an intake error that says so
     _writable("--certificate", certificate)
     _writable("--witness", witness)
+    llm = _llm(use_llm, llm_budget)
+    if not (workers or address):
+        prestart.begin(task, timeout_s)  # nvcc and the capture run while the verifier's modules load
+    from orchestrator.job import STAGE, Event, run_verify
 
     def progress(event: Event) -> None:
         if event.kind == STAGE and not as_json:
             click.echo(f"[lark] {event.data['stage']} ...", err=True)
 
-    llm = _llm(use_llm, llm_budget)
     if workers or address:
         if llm is not None:
             raise click.UsageError("--llm is not supported with --workers/--address yet")
