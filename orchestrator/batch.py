@@ -9,6 +9,12 @@ task's folder count relative to it, so a rerun skips exactly the tasks whose inp
 wherever the folder moved. Only results
 that `run_verify` produced are recorded: a task the cluster lost is reported as `error` for this run and
 tried again by the next.
+
+Answering from stored results: a finished, reproducible result is also kept in the result store of the
+cache directory (`result_store`), under the same key, so a later batch with another state file answers it
+too. A rerun whose every task is answered this way starts no Ray (nor imports it), compiles nothing and
+captures nothing: computing the keys reads the compile cache's recorded inputs and hashes files. Ray starts
+only for the tasks that must really run; stderr says how many were answered from stored results.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from orchestrator.frontends import kernel_inputs
 from orchestrator.manifest import IntakeError, load_task
 from orchestrator.report import write_html, write_junit
 from orchestrator.result import Result, error
+from orchestrator.result_store import ResultStore
 from semantics import version as semantics_versions
 
 MANIFEST = "lark.toml"
@@ -68,11 +75,18 @@ def task_key(manifest: Path, options: Mapping[str, object]) -> str:
     return digest(record)
 
 
-def task_keys(manifests: list[Path], options: Mapping[str, object]) -> dict[Path, str]:
+def task_keys(manifests: list[Path], options: Mapping[str, object],
+              documents: Mapping[Path, tuple[Path, Path]] | None = None) -> dict[Path, str]:
     """Every task's key, several at once: a CUDA task not yet compiled costs a preprocessing nvcc run
-    (~0.2 s), which would add minutes to a cold batch of a thousand kernels one by one."""
+    (~0.2 s), which would add minutes to a cold batch of a thousand kernels one by one. With `documents`,
+    each task's key also covers the paths its certificate and witness are written to (a stored result
+    answers only a rerun that asks for its documents where they were written)."""
+    def key(manifest: Path) -> str:
+        paths = documents.get(manifest) if documents else None
+        return task_key(manifest, {**options, "documents": [str(p) for p in paths]} if paths else options)
+
     with ThreadPoolExecutor(max_workers=KEY_THREADS) as pool:
-        return dict(zip(manifests, pool.map(lambda m: task_key(m, options), manifests), strict=True))
+        return dict(zip(manifests, pool.map(key, manifests), strict=True))
 
 
 def _task_sources(manifest: Path) -> dict[str, object]:
@@ -131,7 +145,8 @@ class State:
 class Outcome:
     manifest: Path
     result: Result
-    resumed: bool
+    resumed: bool           # answered without running: from this batch's state file or the result store
+    stored: bool = False    # answered from the result store (an earlier batch with another state file)
 
 
 def document_paths(manifests: list[Path], folder: Path) -> dict[Path, tuple[Path, Path]]:
@@ -146,20 +161,19 @@ def document_paths(manifests: list[Path], folder: Path) -> dict[Path, tuple[Path
 
 def run_batch(manifests: list[Path], state: State, workers: int | None = None, address: str | None = None,
               timeout_s: float = 600.0, solver_s: float | None = None, show_progress: bool = True,
-              certificates: Path | None = None) -> list[Outcome]:
-    """Verify every manifest not already in `state`; results in the order of `manifests`. With
-    `certificates`, each verified task's certificate and each refuted task's witness is written there."""
-    # Ray is imported only when a fleet is needed, so that plain `lark verify` starts fast.
-    from actors.cluster import ray_session
-    from actors.fleet import Fleet
-
+              certificates: Path | None = None, store: ResultStore | None = None,
+              rerun: bool = False) -> list[Outcome]:
+    """Verify every manifest not already answered by `state` or `store` (the cache directory's result store
+    by default); results in the order of `manifests`. With `certificates`, each verified task's certificate
+    and each refuted task's witness is written there. `rerun` verifies every task again."""
+    store = store or ResultStore()
     documents = document_paths(manifests, certificates.absolute()) if certificates else {}
     options = {"timeout_s": timeout_s, "solver_s": solver_s}
-    if certificates:      # a rerun that asks for the documents elsewhere (or at all) runs the tasks again
-        options["certificates"] = str(certificates.absolute())
-    keys = task_keys(manifests, options)
-    outcomes = {m: Outcome(m, state.done[keys[m]], True) for m in manifests if keys[m] in state.done}
+    keys = task_keys(manifests, options, documents)
+    outcomes = {} if rerun else answered(manifests, keys, state, store, documents)
     todo = [m for m in manifests if m not in outcomes]
+    if show_progress:
+        print(answered_line(list(outcomes.values()), len(manifests)), file=sys.stderr)
     bar = tqdm(total=len(manifests), initial=len(outcomes), desc="lark batch", unit="task", file=sys.stderr,
                disable=not show_progress)
     verdicts = Counter(o.result.verdict for o in outcomes.values())
@@ -171,28 +185,67 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
             result = error(manifest.parent.name, f"not verified: {failure}", 0.0)
         else:
             state.record(keys[manifest], manifest, result)
+            store.put(keys[manifest], result, _kinds(documents.get(manifest)))
         outcomes[manifest] = Outcome(manifest, result, False)
         verdicts[result.verdict] += 1
         bar.set_postfix(verdicts, refresh=False)
         bar.update()
 
     if todo:
-        with ray_session(workers, address) as n:
-            fleet = Fleet(verifiers=n)
-            try:
-                fleet.run([str(m) for m in todo], timeout_s, solver_s, on_done,
-                          documents={str(m): documents[m] for m in todo} if documents else None)
-            except KeyboardInterrupt:
-                fleet.cancel()
-                raise
+        _run_on_ray(todo, workers, address, timeout_s, solver_s, on_done, documents)
     bar.close()
     return [outcomes[m] for m in manifests]
 
 
+def answered(manifests: list[Path], keys: Mapping[Path, str], state: State, store: ResultStore,
+             documents: Mapping[Path, tuple[Path, Path]]) -> dict[Path, Outcome]:
+    """The tasks answered without running: by this batch's state file, else by the result store (whose
+    answers are journaled in the state file too, so that this batch resumes from its own file)."""
+    found = {}
+    for manifest in manifests:
+        key = keys[manifest]
+        if key in state.done:
+            found[manifest] = Outcome(manifest, state.done[key], True)
+        elif (result := store.get(key, _kinds(documents.get(manifest)))) is not None:
+            state.record(key, manifest, result)
+            found[manifest] = Outcome(manifest, result, True, stored=True)
+    return found
+
+
+def answered_line(outcomes: list[Outcome], total: int) -> str:
+    """The stderr line saying how much of the batch was answered from stored results and what runs."""
+    stored = sum(o.stored for o in outcomes)
+    running = total - len(outcomes)
+    then = f"starting Ray for {running}" if running else "nothing to run, Ray not started"
+    return (f"lark batch: {len(outcomes)} of {total} tasks answered from stored results "
+            f"({len(outcomes) - stored} from the state file, {stored} from the result store); {then}")
+
+
+def _kinds(paths: tuple[Path, Path] | None) -> dict[str, Path] | None:
+    return {"certificate": paths[0], "witness": paths[1]} if paths else None
+
+
+def _run_on_ray(todo: list[Path], workers: int | None, address: str | None, timeout_s: float,
+                solver_s: float | None, on_done, documents: Mapping[Path, tuple[Path, Path]]) -> None:
+    """The tasks that must really run, on a fleet. Ray is imported only here: a rerun answered from stored
+    results, and plain `lark verify`, never pay for it (about a second of imports, several of start-up)."""
+    from actors.cluster import ray_session
+    from actors.fleet import Fleet
+
+    with ray_session(workers, address) as n:
+        fleet = Fleet(verifiers=n)
+        try:
+            fleet.run([str(m) for m in todo], timeout_s, solver_s, on_done,
+                      documents={str(m): documents[m] for m in todo} if documents else None)
+        except KeyboardInterrupt:
+            fleet.cancel()
+            raise
+
+
 def batch_and_report(source: Path, workers: int | None, address: str | None, report: Path | None,
                      junit: Path | None, state: Path | None, timeout_s: float, solver_s: float | None,
-                     certificates: Path | None = None) -> list[Outcome]:
-    """`lark batch`: discover, run (resuming from the state file), write the reports."""
+                     certificates: Path | None = None, rerun: bool = False) -> list[Outcome]:
+    """`lark batch`: discover, run (resuming from the state file and the result store), write the reports."""
     started, clock = datetime.now(UTC), time.monotonic()
     anchor = report or junit
     state_path = state or (anchor.with_name(anchor.name + ".state.jsonl") if anchor else DEFAULT_STATE)
@@ -203,7 +256,7 @@ def batch_and_report(source: Path, workers: int | None, address: str | None, rep
     if certificates:
         certificates.mkdir(parents=True, exist_ok=True)
     outcomes = run_batch(manifests, State(state_path), workers, address, timeout_s, solver_s,
-                         certificates=certificates)
+                         certificates=certificates, rerun=rerun)
     rows = [(o.manifest, o.result) for o in outcomes]
     if report:
         documents = document_paths(manifests, certificates.absolute()) if certificates else None

@@ -27,20 +27,23 @@ from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2, unshadow
 from orchestrator import cert_schema
 from orchestrator.cert_identity import Rejected, TaskMissing, rederive, sha256
+from orchestrator.cert_schema import SOLVERS
 from orchestrator.cert_terms import BadHint, hint_from_json, obligation_text, replay_provers
 from orchestrator.cert_witness import replay_witness
 from semantics.verdict import Report, verify
 
-SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}
 REPROVE_TIMEOUT_S = 120.0
 ACCEPTED, REJECTED, UNREADABLE = 0, 1, 3
 
 
-def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S) -> Outcome:
-    """Decide an obligation from its SMT-LIB text alone, in a fresh solver of the named kind."""
+def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S,
+               solving: cert_schema.Solving | None = None) -> Outcome:
+    """Decide an obligation from its SMT-LIB text alone, in a fresh solver of the named kind, with the seed
+    and work limit the certificate records (`solving`; the defaults of `lean_pool.checker` without it)."""
     if solver == "cvc5":
-        return Cvc5Checker().check_text(text, timeout_s)
-    return Z3Checker().check(Obligation("re-proof", "", parsed(text)), timeout_s)
+        return (Cvc5Checker(solving.cvc5_seed) if solving else Cvc5Checker()).check_text(text, timeout_s)
+    z3_checker = Z3Checker(solving.z3_rlimit, solving.z3_seed) if solving else Z3Checker()
+    return z3_checker.check(Obligation("re-proof", "", parsed(text)), timeout_s)
 
 
 def parsed(text: str) -> z3.BoolRef:
@@ -123,7 +126,7 @@ def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequen
     for ob in derived.values():
         text, _ = obligation_text(ob)
         for solver in solvers:
-            outcome = prove_text(text, solver)
+            outcome = prove_text(text, solver, solving=cert.solving)
             if outcome.status != PROVED:
                 failures.append(f"obligation '{one_line(ob.name)}' does not re-prove with {solver}: {outcome.status}"
                                 + (f" ({outcome.reason})" if outcome.reason else ""))

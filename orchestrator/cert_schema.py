@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 CERTIFICATE, WITNESS, VERSION = "lark.certificate", "lark.witness", 1
+SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}   # `lark check --solver`: who re-proves
 Sha256 = str
 
 
@@ -92,6 +93,15 @@ class ProvedObligation(_Strict):
     backend: str = Field(description="the checker that proved it when the certificate was written")
 
 
+class Solving(_Strict):
+    """How the obligations were solved when the certificate was written (STYLE 9): each in a fresh z3
+    context with this seed and work limit, cvc5 with its seed. `lark check` re-proves with the same."""
+
+    z3_seed: int
+    z3_rlimit: int = Field(description="z3's `rlimit`: the work limit, the same on every machine")
+    cvc5_seed: int
+
+
 class Finding(_Strict):
     property: str
     message: str
@@ -116,6 +126,8 @@ class Certificate(_Document):
                     "not asked for), memory safety when every access is to an unbounded buffer; a certificate "
                     "of a safety-only task proves the other four properties")
     obligations: list[ProvedObligation]
+    solving: Solving | None = Field(None, description="absent in certificates written before it was recorded: "
+                                                      "the defaults of lean_pool.checker then apply")
 
 
 class Witness(_Document):

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
+from lean_pool.checker import DEFAULT_RLIMIT, DEFAULT_SEED, PROVED, Obligation, Outcome, Z3Checker
 from orchestrator import cert_schema
 from orchestrator.cert_identity import identity
 from orchestrator.cert_terms import BadHint, hints_to_json, obligation_text, replay_provers
@@ -36,6 +36,10 @@ class NoCertificate(Exception):
 def _proved(ob: Obligation, outcome: Outcome) -> dict:
     text, digest = obligation_text(ob)
     return {"name": ob.name, "property": ob.prop, "sha256": digest, "smt2": text, "backend": outcome.backend}
+
+
+# The settings the replay's Z3Checker() (and every pool worker) solves with, recorded in the certificate.
+SOLVING = {"z3_seed": DEFAULT_SEED, "z3_rlimit": DEFAULT_RLIMIT, "cvc5_seed": DEFAULT_SEED}
 
 
 def _common(manifest: Path, document: Path, prepared: Prepared, report: Report) -> dict:
@@ -59,7 +63,7 @@ def certificate(manifest: Path, path: Path, prepared: Prepared, report: Report) 
     proved = [_proved(ob, outcome) for ob, outcome in proof.obligations if outcome.status == PROVED]
     return cert_schema.Certificate.model_validate(
         {"schema": cert_schema.CERTIFICATE, **_common(manifest, path, prepared, proof),
-         "properties": proof.properties, "obligations": proved})
+         "properties": proof.properties, "obligations": proved, "solving": SOLVING})
 
 
 def witness(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Witness:
@@ -67,20 +71,6 @@ def witness(manifest: Path, path: Path, prepared: Prepared, report: Report) -> c
     findings = [{"property": f.prop, "message": f.message, "witness": f.witness} for f in report.findings]
     return cert_schema.Witness.model_validate(
         {"schema": cert_schema.WITNESS, **_common(manifest, path, prepared, report), "findings": findings})
-
-
-def unwritable(path: Path) -> str | None:
-    """Why a file cannot be written at `path` (checked before a run, so that an hour of verification does
-    not end in a failed write), or None when it can."""
-    path = Path(path)
-    folder = path.absolute().parent
-    if path.is_dir():
-        return "is a folder"
-    if not folder.is_dir():
-        return f"the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK) or path.exists() and not os.access(path, os.W_OK):
-        return "permission denied"
-    return None
 
 
 def write_certificate(path: Path, manifest: Path, prepared: Prepared, report: Report) -> Path:

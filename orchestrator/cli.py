@@ -3,22 +3,37 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 from pathlib import Path
 
 import click
 
-from orchestrator.batch import NoTasks, batch_and_report, verify_on_ray
-from orchestrator.cert_check import SOLVERS, run_check
-from orchestrator.certificate import unwritable
+from orchestrator.cert_schema import SOLVERS
 from orchestrator.explain import document_notes, human
-from orchestrator.job import STAGE, Event, run_verify
 from orchestrator.report import FAIL_ON, batch_exit_status
 from orchestrator.show import STAGES as SHOW_STAGES
 from orchestrator.show import render
 
+# Each command imports what only it needs inside its function: `lark batch` answered from stored results
+# needs neither the verifier (z3 terms, the PTX parser) nor Ray, and `lark verify` needs no Ray or gRPC.
+
 POSITIVE = click.FloatRange(min=0, min_open=True)   # --timeout: a budget of 0 s or less is a usage error
+
+
+def unwritable(path: Path) -> str | None:
+    """Why a file cannot be written at `path` (checked before a run, so that an hour of verification does
+    not end in a failed write), or None when it can."""
+    path = Path(path)
+    folder = path.absolute().parent
+    if path.is_dir():
+        return "is a folder"
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or path.exists() and not os.access(path, os.W_OK):
+        return "permission denied"
+    return None
 
 
 def _writable(option: str, path: Path | None) -> None:
@@ -90,16 +105,21 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
                    show: tuple[str, ...]) -> None:
     """Verify the task described by TASK (a lark.toml, or a folder holding one). Exit 0 verified, 1 refuted,
     2 unknown, 3 error."""
+    from orchestrator import prestart
+
     if task.is_dir():
         task = task / "lark.toml"      # a folder without one is an intake error that says so
     _writable("--certificate", certificate)
     _writable("--witness", witness)
+    llm = _llm(use_llm, llm_budget)
+    if not (workers or address):
+        prestart.begin(task, timeout_s)  # nvcc and the capture run while the verifier's modules load
+    from orchestrator.job import STAGE, Event, run_verify
 
     def progress(event: Event) -> None:
         if event.kind == STAGE and not as_json:
             click.echo(f"[lark] {event.data['stage']} ...", err=True)
 
-    llm = _llm(use_llm, llm_budget)
     if workers or address:
         if llm is not None:
             raise click.UsageError("--llm is not supported with --workers/--address yet")
@@ -108,6 +128,8 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
         if allow_narrowing or exact_constants:
             raise click.UsageError("--allow-narrowing and --exact-constants are not supported with "
                                    "--workers/--address yet")
+        from orchestrator.batch import verify_on_ray
+
         result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
     else:
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
@@ -142,6 +164,8 @@ def check_command(file: Path, solver: str) -> None:
     """Re-check a certificate, or replay a witness, written by `lark verify`. Exit 0 if it holds, 1 if it
     does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness,
     or the task it names is found neither where it says nor beside it (cannot check)."""
+    from orchestrator.cert_check import run_check
+
     status, text = run_check(file, solver)
     click.echo(text, err=status != 0)
     sys.exit(status)
@@ -159,7 +183,10 @@ def check_command(file: Path, solver: str) -> None:
                    "(the HTML report links them).")
 @click.option("--state", type=click.Path(path_type=Path), default=None,
               help="Results file that makes a rerun skip finished tasks (default: beside --report or --junit, "
-                   "else .lark/batch-state.jsonl).")
+                   "else .lark/batch-state.jsonl). Unchanged tasks are also answered from the result store of "
+                   "$LARK_CACHE_DIR, whatever the state file.")
+@click.option("--rerun", is_flag=True,
+              help="Verify every task again, ignoring the answers of the state file and of the result store.")
 @click.option("--timeout", "timeout_s", type=POSITIVE, default=600.0, show_default=True,
               help="Wall-time budget of each task in seconds.")
 @click.option("--fail-on", "fail_on", type=click.Choice(FAIL_ON), default="refuted", show_default=True,
@@ -167,16 +194,18 @@ def check_command(file: Path, solver: str) -> None:
 @click.option("--solver-seconds", "solver_s", type=float, default=None,
               help="Solver-time budget of each task in seconds (default: no limit beyond --timeout).")
 def batch_command(source: Path, workers: int | None, address: str | None, report: Path | None, junit: Path | None,
-                  certificates: Path | None, state: Path | None, timeout_s: float, fail_on: str,
+                  certificates: Path | None, state: Path | None, rerun: bool, timeout_s: float, fail_on: str,
                   solver_s: float | None) -> None:
     """Verify every lark.toml under SOURCE (a directory), or each manifest listed in SOURCE (a file).
     Exit 3 if some task is error, or SOURCE does not exist or holds no task; else 1 if some task is refuted;
     else 2 if some is unknown and --fail-on unknown; else 0."""
+    from orchestrator.batch import NoTasks, batch_and_report
+
     _writable("--report", report)
     _writable("--junit", junit)
     try:
         outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s,
-                                    certificates)
+                                    certificates, rerun)
     except NoTasks as exc:
         raise click.UsageError(str(exc)) from None
     for o in outcomes:

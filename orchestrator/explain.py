@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from orchestrator.result import Result, shown_state
-from semantics.verdict import source_lines
 
 REASON_PARTS = 4          # parts of a `;`-joined reason shown by the human output (all are in --json)
 FLAT_KEY = re.compile(r"^(\w+)\[(\d+)\]$")                 # an input value's key, "x[1234]"
@@ -91,6 +90,9 @@ def with_sources(text: str, lines: Mapping[int, str]) -> str:
 
 def annotate(result: Result, prepared) -> None:
     """Add shapes, multi-indices and source lines to a finished job's result (see the module docstring)."""
+    # Imported here: the report and `lark batch` use this module without the verdict's ~0.5 s of imports.
+    from semantics.verdict import source_lines
+
     shapes = buffer_shapes(prepared)
     for finding in result.findings:
         _shape_part(finding.get("witness") or {}, shapes)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from semantics.properties.common import NOT_APPLICABLE, NOT_CHECKED, PROPERTIES
-from semantics.verdict import Report
+
+if TYPE_CHECKING:   # a result is read and printed (`lark batch`, reports) without importing the verdict
+    from semantics.verdict import Report
 
 EXIT_STATUS = {"verified": 0, "refuted": 1, "unknown": 2, "error": 3}
 # How people read a not_applicable state, per property (the JSON keeps the bare state).

@@ -24,7 +24,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 import protos
-from orchestrator.cert_check import SOLVERS, run_check
+from orchestrator.cert_check import run_check
+from orchestrator.cert_schema import SOLVERS
 from orchestrator.job import COUNTEREXAMPLE, GOAL, MANIFEST, QUEUED, STAGE, VERDICT, Sources
 from orchestrator.jobs_db import JobRow, JobStore, Request
 from orchestrator.manifest import IntakeError, load_task

@@ -10,7 +10,10 @@ served from the cache. Tasks are tiny (one block, 256 elements) so each compile 
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,11 +23,12 @@ import pytest
 from lean_pool.cache import CachingChecker, DiskLemmaStore
 from orchestrator import batch, capture_cache, frontends, version
 from orchestrator.batch import State, run_batch, task_key
-from orchestrator.cli import run_verify
 from orchestrator.fingerprint import digest, python_tree
 from orchestrator.frontends import compile_kernel, kernel_inputs
+from orchestrator.job import run_verify
 from orchestrator.manifest import KernelSpec
 from orchestrator.result import Result
+from orchestrator.result_store import ResultStore
 from semantics import version as semantics_versions
 from tests.test_cache import Counting, fresh_obligation
 
@@ -359,3 +363,86 @@ def test_a_resumed_batch_verifies_again_exactly_the_task_whose_header_changed(
     second = run_batch(manifests, State(state), show_progress=False)
     assert [(o.result.verdict, o.resumed) for o in second] == [("refuted", False), ("verified", True)]
     assert InProcessFleet.verified == ["edited", "kept", "edited"]
+
+
+def counting_captures(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record every real reference capture (a capture-cache miss)."""
+    calls: list[str] = []
+    capture = capture_cache.capture_reference
+
+    def counting(source: Path, timeout_s: float = 180.0):
+        calls.append(source.parent.name)
+        return capture(source, timeout_s)
+
+    monkeypatch.setattr(capture_cache, "capture_reference", counting)
+    return calls
+
+
+@contextmanager
+def refused_cluster(workers: int | None = None, address: str | None = None) -> Iterator[int]:
+    raise AssertionError("a rerun answered from stored results started Ray")
+    yield 0
+
+
+@needs_nvcc
+def test_a_warm_batch_with_another_state_file_starts_no_ray_and_reruns_exactly_the_edited_tasks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 19 item 8: a second batch (a fresh state file: another report, another clone) of unchanged tasks
+    is answered from the result store without Ray, a compile or a capture; an edited header or reference
+    helper module makes exactly that task run again; another LARK or semantics version answers nothing."""
+    pytest.importorskip("ray")
+    import actors.cluster
+    import actors.fleet
+
+    monkeypatch.setattr(actors.fleet, "Fleet", InProcessFleet)
+    monkeypatch.setattr(actors.cluster, "ray_session", no_cluster)
+    InProcessFleet.verified = []
+    names = ("warm_header", "warm_helper", "warm_kept")   # task names no other test of the module uses
+    manifests = [write_task(tmp_path / "lib" / name) for name in names]
+    first = run_batch(manifests, State(tmp_path / "first.jsonl"), show_progress=False)
+    assert [o.result.verdict for o in first] == ["verified"] * 3
+
+    monkeypatch.setattr(actors.cluster, "ray_session", refused_cluster)
+    compiles, captures = counting_compiles(monkeypatch), counting_captures(monkeypatch)
+    warm = run_batch(manifests, State(tmp_path / "warm.jsonl"), show_progress=True)
+    assert [(o.result.verdict, o.stored) for o in warm] == [("verified", True)] * 3
+    assert (compiles, captures, InProcessFleet.verified) == ([], [], list(names))
+    assert ("3 of 3 tasks answered from stored results (0 from the state file, 3 from the result store); "
+            "nothing to run, Ray not started") in capsys.readouterr().err
+
+    for patched, value in ((version, "lark_version"), (semantics_versions, "semantics_version")):
+        with monkeypatch.context() as patch:
+            patch.setattr(patched, value, lambda: "edited")
+            keys = batch.task_keys(manifests, OPTIONS)
+            assert batch.answered(manifests, keys, State(tmp_path / f"{value}.jsonl"), ResultStore(), {}) == {}
+
+    monkeypatch.setattr(actors.cluster, "ray_session", no_cluster)
+    (tmp_path / "lib" / "warm_header" / "op.cuh").write_text(HEADER.format(body=WRONG))
+    (tmp_path / "lib" / "warm_helper" / "helper.py").write_text(HELPER.format(expr="torch.relu(x) + 1"))
+    edited = run_batch(manifests, State(tmp_path / "edited.jsonl"), show_progress=False)
+    assert [(o.result.verdict, o.stored) for o in edited] == [("refuted", False), ("refuted", False),
+                                                              ("verified", True)]
+    assert InProcessFleet.verified == [*names, "warm_header", "warm_helper"]
+
+
+@needs_nvcc
+def test_lark_batch_answered_from_the_store_never_reaches_for_ray(tmp_path: Path, cache_dir: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command itself, in a fresh process where `import ray` fails: reaching for Ray would crash the
+    batch, so its success and its stderr line show that a warm rerun neither starts nor imports Ray."""
+    pytest.importorskip("ray")
+    import actors.cluster
+    import actors.fleet
+
+    monkeypatch.setattr(actors.fleet, "Fleet", InProcessFleet)
+    monkeypatch.setattr(actors.cluster, "ray_session", no_cluster)
+    manifest = write_task(tmp_path / "lib" / "cli_warm")
+    assert run_batch([manifest], State(tmp_path / "first.jsonl"), show_progress=False)[0].result.verdict == "verified"
+    env = {**os.environ, "LARK_CACHE_DIR": str(cache_dir), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    no_ray = "import sys; sys.modules['ray'] = None; from orchestrator.cli import main; main()"
+    ran = subprocess.run([sys.executable, "-c", no_ray, "batch",
+                          str(tmp_path / "lib"), "--state", str(tmp_path / "cli.jsonl")],
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "verified  cli_warm  (resumed)" in ran.stdout
+    assert "1 of 1 tasks answered from stored results" in ran.stderr and "Ray not started" in ran.stderr

@@ -152,6 +152,16 @@ def test_certificate_records_the_task_the_hints_and_the_proof(certified: Path) -
         assert ob["sha256"] == hashlib.sha256(ob["smt2"].encode()).hexdigest() and ob["backend"] == "z3"
 
 
+def test_certificate_records_how_it_was_solved_and_check_solves_the_same_way(copy: Path) -> None:
+    """STYLE 9 / issue 19 item 7: the seed and work limit are recorded, and `lark check` uses the recorded
+    ones: a work limit of 1 leaves every obligation unknown to z3 (a certificate cannot be re-proved that
+    way), while the same certificate with the recorded limit holds."""
+    cert = json.loads((copy / "cert.json").read_text())
+    assert cert["solving"] == {"z3_seed": 0, "z3_rlimit": 50_000_000, "cvc5_seed": 0}
+    edit_json(copy / "cert.json", lambda c: c["solving"].update(z3_rlimit=1))
+    assert "does not re-prove with z3: unknown" in rejected(copy)
+
+
 def test_check_accepts_with_both_solvers(certified: Path) -> None:
     status, output = lark("check", certified / "cert.json", "--solver", "both")
     assert status == 0, output

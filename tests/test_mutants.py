@@ -12,7 +12,7 @@ from bench.mutation.filter import decide
 from bench.mutation.generate import EXAMPLES, generate
 from bench.mutation.operators import apply, edits
 from bench.mutation.text import Source
-from orchestrator.cli import run_verify
+from orchestrator.job import run_verify
 from orchestrator.pipeline import prepare
 
 CUDA = """// a < b and __syncthreads(); in a comment change nothing
