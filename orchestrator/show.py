@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import z3
-
-from orchestrator.pipeline import Prepared
-from semantics.verdict import Report
+if TYPE_CHECKING:    # only formats them: the CLI imports this module for every command (`lark batch` too)
+    from orchestrator.pipeline import Prepared
+    from semantics.verdict import Report
 
 MAX_TERM = 240           # characters of one printed term
 MAX_ROWS = 200           # rows of one stage (a row per access, goal, theorem or obligation)
@@ -51,6 +51,7 @@ def reference(prepared: Prepared, report: Report) -> list[str]:
     if problem.references is None:
         why = problem.reference_problem or "safety-only task: no reference"
         return [f"  (no reference terms: {why})"]
+    import z3
     e = z3.BitVec("e", 64)
     rows = []
     for name, element in sorted(problem.references.items()):
@@ -74,6 +75,7 @@ def effects(prepared: Prepared, report: Report) -> list[str]:
 
 def _forms(form) -> tuple:
     """A goal's accepted statements (`semantics.verdict.Goals`)."""
+    import z3
     return () if form is None else (form,) if isinstance(form, z3.ExprRef) else tuple(form)
 
 
