@@ -19,7 +19,7 @@ import z3
 
 from semantics.terms import subterms
 
-AXIOM_TABLE_VERSION = "2026.12.2"
+AXIOM_TABLE_VERSION = "2026.12.3"
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,34 @@ IDEAL_FUNCTIONS: dict[str, IdealFunction] = {
 def ideal(name: str) -> z3.FuncDeclRef:
     """The solver symbol of the ideal function `name` (exp, log, tanh, erf, sqrt, sin, cos)."""
     return IDEAL_FUNCTIONS[name].decl
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A libm function defined from the ideal ones (log1p(x) = log(1 + x), ...): what its nvcc sequence
+    computes, symbolically and exactly. No new uninterpreted symbol: a kernel calling log1pf and a reference
+    computing log(1 + x) meet in the same term."""
+
+    symbolic: Callable[[z3.ExprRef], z3.ExprRef]
+    exact: Callable[[mpmath.mpf], mpmath.mpf]
+
+
+DERIVED: dict[str, Derived] = {
+    "log1p": Derived(lambda x: ideal("log")(1 + x), mpmath.log1p),
+    "expm1": Derived(lambda x: ideal("exp")(x) - 1, mpmath.expm1),
+    "cosh": Derived(lambda x: (ideal("exp")(x) + ideal("exp")(-x)) / 2, mpmath.cosh),
+    "sinh": Derived(lambda x: (ideal("exp")(x) - ideal("exp")(-x)) / 2, mpmath.sinh),
+}
+
+
+def meaning(name: str) -> Callable[[z3.ExprRef], z3.ExprRef]:
+    """The term a libm function `name` gives its argument: its ideal function, or its definition (DERIVED)."""
+    return DERIVED[name].symbolic if name in DERIVED else ideal(name)
+
+
+def exact(name: str) -> Callable[[mpmath.mpf], mpmath.mpf]:
+    """The true value of the libm function `name` (mpmath), for replaying witnesses."""
+    return DERIVED[name].exact if name in DERIVED else IDEAL_FUNCTIONS[name].exact
 
 
 @dataclass(frozen=True)
@@ -108,6 +136,24 @@ AXIOMS: dict[str, Axiom] = {
                            "fingerprint 30bd6a5cd9fc: odd polynomial below |x| = 0d3FE4F92224DD2F1A, else "
                            "copysign(x, 1 - 2/(exp(2|x|)+1)) with an ex2/expm1-polynomial exp and a Newton reciprocal, "
                            "saturated to 1 above the high word 1077088193) computes tanh(x)"),
+        Axiom("nvcc.log1pf", "the nvcc 13.0 -O3 sm_90 log1pf sequence (template LOG1PF, 31 instructions, "
+                             "fingerprint 8a40071a4fc1: "
+                             "exponent/mantissa split of 1 + x rounded toward zero, mantissa rescaled, degree-9 "
+                             "polynomial, + e*0f3F317218; x*inf+inf off the finite range, -0 for -0) computes "
+                             "log1p(x) = log(1 + x)"),
+        Axiom("nvcc.expm1f", "the nvcc 13.0 -O3 sm_90 expm1f sequence (template EXPM1F, 29 instructions, "
+                             "fingerprint ce5cba02a8e3: "
+                             "n = rni(x*log2 e) (0 for |x| < 0f3ED1EB85), two-part ln 2 reduction, degree-5 "
+                             "polynomial, 2^n by ex2.approx, saturated to inf above 128 and to -1 below -25) "
+                             "computes expm1(x) = exp(x) - 1"),
+        Axiom("nvcc.coshf", "the nvcc 13.0 -O3 sm_90 coshf sequence (template COSHF, 18 instructions, "
+                            "fingerprint 49324ce8d179: "
+                            "e^|x|/4 from one ex2.approx.ftz after an rzi ln 2 reduction, then 2*(e^|x|/4) + "
+                            "0.125/(e^|x|/4)) computes cosh(x) = (exp(x) + exp(-x)) / 2"),
+        Axiom("nvcc.sinhf", "the nvcc 13.0 -O3 sm_90 sinhf sequence (template SINHF, 27 instructions, "
+                            "fingerprint 765b21b76767: for "
+                            "|x| >= 1 copysign(x, 2*(e^|x|/4) - 0.125/(e^|x|/4)) as coshf's, else an odd "
+                            "degree-7 polynomial) computes sinh(x) = (exp(x) - exp(-x)) / 2"),
     )
 }
 

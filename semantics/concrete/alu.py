@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import mpmath
 
-from semantics.axioms import IDEAL_FUNCTIONS
+from semantics.axioms import DERIVED, IDEAL_FUNCTIONS, exact
 from semantics.errors import Unsupported
 from semantics.ptx.ast import Instr, IntImm, Vec
 from semantics.ptx.types import ROUNDING_MODIFIERS, TYPES, PtxType, types_in
@@ -487,9 +487,10 @@ def copysign(p, ins: Instr, nxt: int) -> Step:
 
 def ideal_call(p, ins: Instr, nxt: int) -> Step:
     """`lark.ideal.<fn>.<type> d, x` (a recognised libm sequence, `semantics/ptx/idioms.py`): d = fn(x)."""
-    if len(ins.mods) != 2 or len(ins.operands) != 2 or ins.mods[0].lstrip(".") not in IDEAL_FUNCTIONS:
+    name = ins.mods[0].lstrip(".") if ins.mods else ""
+    if len(ins.mods) != 2 or len(ins.operands) != 2 or name not in IDEAL_FUNCTIONS and name not in DERIVED:
         raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`")
-    fn, ty = IDEAL_FUNCTIONS[ins.mods[0].lstrip(".")].exact, TYPES[ins.mods[1]]
+    fn, ty = exact(name), TYPES[ins.mods[1]]
     return _lifted(p, ins, nxt, _real_or_nan(fn), ty, ins.operands[1:])
 
 

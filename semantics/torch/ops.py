@@ -26,7 +26,7 @@ from typing import Any
 
 import z3
 
-from semantics.axioms import ideal
+from semantics.axioms import ideal, meaning
 from semantics.torch import lazy
 from semantics.torch.gathers import GATHER_OPS
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
@@ -398,9 +398,11 @@ OPS: dict[str, Op] = {
     "aten.elu.default": _unary_with(_elu),
     "aten.tanh.default": _unary(lambda x: ideal("tanh")(x)),
     "aten.exp.default": _unary(lambda x: ideal("exp")(x)),
-    "aten.expm1.default": _unary(lambda x: ideal("exp")(x) - 1),
+    "aten.expm1.default": _unary(meaning("expm1")),
     "aten.log.default": _unary(lambda x: ideal("log")(x)),
-    "aten.log1p.default": _unary(lambda x: ideal("log")(1 + x)),
+    "aten.log1p.default": _unary(meaning("log1p")),
+    "aten.cosh.default": _unary(meaning("cosh")),
+    "aten.sinh.default": _unary(meaning("sinh")),
     "aten.erf.default": _unary(lambda x: ideal("erf")(x)),
     "aten.sqrt.default": _unary(lambda x: ideal("sqrt")(x)),
     "aten.rsqrt.default": _unary(lambda x: 1 / ideal("sqrt")(x)),
