@@ -23,6 +23,7 @@ from actors.cache import start_cache
 from actors.checker import CheckerActor
 from actors.verifier import VerifyActor
 from lean_pool.pool import PoolConfig
+from orchestrator.llm.chat import LLMConfig
 from orchestrator.result import Result
 
 MAX_ATTEMPTS = 3
@@ -46,10 +47,11 @@ class Fleet:
 
     def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done: OnDone,
             certificate: Path | None = None, witness: Path | None = None,
-            documents: Mapping[str, tuple[Path, Path]] | None = None) -> None:
+            documents: Mapping[str, tuple[Path, Path]] | None = None, llm: LLMConfig | None = None) -> None:
         """Run every manifest; `on_done` is called once per manifest, in completion order. `certificate` and
         `witness` are output paths for a single task (`lark verify --workers`); `documents`, per manifest,
-        the (certificate, witness) paths of a batch's tasks."""
+        the (certificate, witness) paths of a batch's tasks; `llm`, the endpoint every job's LLM provers
+        share (one pool actor, `actors.llm`)."""
         waiting = deque((m, 0) for m in manifests)          # (manifest, attempts so far)
         inflight: dict = {}                                  # ObjectRef -> (manifest, slot, attempts, actor)
         load = [0] * len(self.verifiers)
@@ -58,7 +60,7 @@ class Fleet:
                 while waiting and load[slot] < DEPTH:
                     manifest, attempts = waiting.popleft()
                     cert, wit = documents[manifest] if documents else (certificate, witness)
-                    ref = actor.run.remote(manifest, timeout_s, solver_s, cert, wit)
+                    ref = actor.run.remote(manifest, timeout_s, solver_s, cert, wit, llm)
                     inflight[ref] = (manifest, slot, attempts + 1, actor)
                     load[slot] += 1
             [done], _ = ray.wait(list(inflight), num_returns=1)

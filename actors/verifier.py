@@ -15,10 +15,13 @@ import ray
 
 from actors.cache import ActorLemmaStore
 from actors.checker import RemoteChecker
+from actors.llm import PooledChat
 from lean_pool.budget import Budget
 from lean_pool.cancel import CancelToken
 from lean_pool.stack import assemble
 from orchestrator.job import run_verify
+from orchestrator.llm.chat import LLMConfig
+from orchestrator.llm.plug import LLMProvers
 from orchestrator.result import Result
 
 
@@ -32,14 +35,17 @@ class VerifyActor:
         self._cancel: CancelToken | None = None
 
     def run(self, manifest: str, timeout_s: float, solver_s: float | None = None, certificate: Path | None = None,
-            witness: Path | None = None) -> Result:
+            witness: Path | None = None, llm: LLMConfig | None = None) -> Result:
+        """One task. With `llm`, its LLM provers talk through the endpoint's pool actor (`actors.llm`), so
+        every job of the batch shares one rate limit."""
         budget = Budget(wall_s=timeout_s, solver_s=solver_s)
+        provers = LLMProvers(llm, chat=PooledChat(llm)) if llm is not None else None
         self._current, self._cancel = manifest, CancelToken()
         try:
             checker = assemble(RemoteChecker(self.checkers), ActorLemmaStore(self.cache), budget)
             # The job's search checks as many alternatives at once as there are checker actors to solve them.
             return run_verify(Path(manifest), timeout_s, None, certificate, witness, checker=checker, budget=budget,
-                              search_width=max(len(self.checkers), 1), cancel=self._cancel)
+                              search_width=max(len(self.checkers), 1), cancel=self._cancel, llm=provers)
         finally:
             self._current = self._cancel = None
 

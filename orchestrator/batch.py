@@ -30,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -43,6 +44,9 @@ from orchestrator.report import write_html, write_junit
 from orchestrator.result import Result, error
 from orchestrator.result_store import ResultStore
 from semantics import version as semantics_versions
+
+if TYPE_CHECKING:
+    from orchestrator.llm.chat import LLMConfig
 
 MANIFEST = "lark.toml"
 DEFAULT_STATE = Path(".lark") / "batch-state.jsonl"
@@ -162,13 +166,16 @@ def document_paths(manifests: list[Path], folder: Path) -> dict[Path, tuple[Path
 def run_batch(manifests: list[Path], state: State, workers: int | None = None, address: str | None = None,
               timeout_s: float = 600.0, solver_s: float | None = None, show_progress: bool = True,
               certificates: Path | None = None, store: ResultStore | None = None,
-              rerun: bool = False) -> list[Outcome]:
+              rerun: bool = False, llm: LLMConfig | None = None) -> list[Outcome]:
     """Verify every manifest not already answered by `state` or `store` (the cache directory's result store
     by default); results in the order of `manifests`. With `certificates`, each verified task's certificate
-    and each refuted task's witness is written there. `rerun` verifies every task again."""
+    and each refuted task's witness is written there. `rerun` verifies every task again. `llm`: every job
+    asks this endpoint when its heuristics are stuck, through one pool actor (one rate limit for the batch)."""
     store = store or ResultStore()
     documents = document_paths(manifests, certificates.absolute()) if certificates else {}
     options = {"timeout_s": timeout_s, "solver_s": solver_s}
+    if llm is not None:   # a task verified with an agent's help is another run than one without
+        options["llm"] = {"endpoint": llm.base_url, "model": llm.model, "calls": llm.calls}
     keys = task_keys(manifests, options, documents)
     outcomes = {} if rerun else answered(manifests, keys, state, store, documents)
     todo = [m for m in manifests if m not in outcomes]
@@ -192,7 +199,7 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
         bar.update()
 
     if todo:
-        _run_on_ray(todo, workers, address, timeout_s, solver_s, on_done, documents)
+        _run_on_ray(todo, workers, address, timeout_s, solver_s, on_done, documents, llm)
     bar.close()
     return [outcomes[m] for m in manifests]
 
@@ -226,7 +233,8 @@ def _kinds(paths: tuple[Path, Path] | None) -> dict[str, Path] | None:
 
 
 def _run_on_ray(todo: list[Path], workers: int | None, address: str | None, timeout_s: float,
-                solver_s: float | None, on_done, documents: Mapping[Path, tuple[Path, Path]]) -> None:
+                solver_s: float | None, on_done, documents: Mapping[Path, tuple[Path, Path]],
+                llm: LLMConfig | None = None) -> None:
     """The tasks that must really run, on a fleet. Ray is imported only here: a rerun answered from stored
     results, and plain `lark verify`, never pay for it (about a second of imports, several of start-up)."""
     from actors.cluster import ray_session
@@ -236,7 +244,7 @@ def _run_on_ray(todo: list[Path], workers: int | None, address: str | None, time
         fleet = Fleet(verifiers=n)
         try:
             fleet.run([str(m) for m in todo], timeout_s, solver_s, on_done,
-                      documents={str(m): documents[m] for m in todo} if documents else None)
+                      documents={str(m): documents[m] for m in todo} if documents else None, llm=llm)
         except KeyboardInterrupt:
             fleet.cancel()
             raise
@@ -244,7 +252,8 @@ def _run_on_ray(todo: list[Path], workers: int | None, address: str | None, time
 
 def batch_and_report(source: Path, workers: int | None, address: str | None, report: Path | None,
                      junit: Path | None, state: Path | None, timeout_s: float, solver_s: float | None,
-                     certificates: Path | None = None, rerun: bool = False) -> list[Outcome]:
+                     certificates: Path | None = None, rerun: bool = False,
+                     llm: LLMConfig | None = None) -> list[Outcome]:
     """`lark batch`: discover, run (resuming from the state file and the result store), write the reports."""
     started, clock = datetime.now(UTC), time.monotonic()
     anchor = report or junit
@@ -256,7 +265,7 @@ def batch_and_report(source: Path, workers: int | None, address: str | None, rep
     if certificates:
         certificates.mkdir(parents=True, exist_ok=True)
     outcomes = run_batch(manifests, State(state_path), workers, address, timeout_s, solver_s,
-                         certificates=certificates, rerun=rerun)
+                         certificates=certificates, rerun=rerun, llm=llm)
     rows = [(o.manifest, o.result) for o in outcomes]
     if report:
         documents = document_paths(manifests, certificates.absolute()) if certificates else None
@@ -268,7 +277,7 @@ def batch_and_report(source: Path, workers: int | None, address: str | None, rep
 
 def verify_on_ray(manifest: Path, timeout_s: float, workers: int | None, address: str | None,
                   certificate: Path | None = None, witness: Path | None = None,
-                  solver_s: float | None = None) -> Result:
+                  solver_s: float | None = None, llm: LLMConfig | None = None) -> Result:
     """`lark verify --workers N`: one verify actor, N checker actors (the same fleet as a batch)."""
     from actors.cluster import ray_session
     from actors.fleet import Fleet
@@ -280,5 +289,5 @@ def verify_on_ray(manifest: Path, timeout_s: float, workers: int | None, address
 
     with ray_session(workers, address) as n:
         Fleet(verifiers=1, checkers=n).run([str(manifest)], timeout_s, solver_s, on_done,
-                                           certificate=certificate, witness=witness)
+                                           certificate=certificate, witness=witness, llm=llm)
     return found[0]

@@ -65,6 +65,35 @@ class _Lark(click.Group):
             sys.exit(3 if isinstance(exc, click.UsageError) else exc.exit_code)
 
 
+def _llm(use_llm: bool, budget: int | None):
+    """The endpoint for --llm (from the environment, `LLMConfig`), else None: LARK as without one."""
+    if not use_llm:
+        if budget is not None:
+            raise click.UsageError("--llm-budget needs --llm")
+        return None
+    from orchestrator.llm.chat import LLMConfig
+
+    config = LLMConfig.from_env(budget)
+    if config.base_url is None and config.api_key == "none":
+        raise click.UsageError("--llm needs an endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY if it asks for one)")
+    return config
+
+
+LLM_OPTIONS = (
+    click.option("--llm", "use_llm", is_flag=True,
+                 help="Ask an OpenAI-compatible agent ($OPENAI_BASE_URL, $OPENAI_API_KEY, $LARK_LLM_MODEL) for "
+                      "hints on goals the heuristics leave open; the core checks every one (docs/llm.md)."),
+    click.option("--llm-budget", "llm_budget", type=click.IntRange(min=0), default=None,
+                 help="With --llm: at most N LLM calls per task (default 20)."),
+)
+
+
+def _with_llm_options(command):
+    for option in reversed(LLM_OPTIONS):
+        command = option(command)
+    return command
+
+
 @click.group(cls=_Lark)
 @click.version_option(package_name="lark-verifier")
 def main() -> None:
@@ -88,11 +117,7 @@ def main() -> None:
 @click.option("--allow-narrowing", is_flag=True,
               help="Take float conversions narrower than the reference's dtype (f32 to f16/bf16) as the identity "
                    "on reals, each listed as axiom float.narrowing@line N (default: unknown).")
-@click.option("--llm", "use_llm", is_flag=True,
-              help="Ask an OpenAI-compatible agent ($OPENAI_BASE_URL, $OPENAI_API_KEY, $LARK_LLM_MODEL) for hints "
-                   "on goals the heuristics leave open; the core checks every one (docs/llm.md).")
-@click.option("--llm-budget", "llm_budget", type=click.IntRange(min=0), default=None,
-              help="With --llm: at most N LLM calls for this task (default 20).")
+@_with_llm_options
 @click.option("--exact-constants", is_flag=True,
               help="Never take a kernel float literal as the reference constant within 2 ulps of it (by default "
                    "each such literal is, listed as axiom 'constant 0x... taken as NAME').")
@@ -121,8 +146,6 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
             click.echo(f"[lark] {event.data['stage']} ...", err=True)
 
     if workers or address:
-        if llm is not None:
-            raise click.UsageError("--llm is not supported with --workers/--address yet")
         if show:
             raise click.UsageError("--show is not supported with --workers/--address yet")
         if allow_narrowing or exact_constants:
@@ -130,30 +153,18 @@ def verify_command(task: Path, as_json: bool, timeout_s: float, certificate: Pat
                                    "--workers/--address yet")
         from orchestrator.batch import verify_on_ray
 
-        result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s)
+        result = verify_on_ray(task, timeout_s, workers, address, certificate, witness, solver_s, llm)
     else:
+        from orchestrator.llm.plug import LLMProvers
+
         result = run_verify(task, timeout_s, progress, certificate, witness, solver_s=solver_s,
-                            allow_narrowing=allow_narrowing, llm=llm, exact_constants=exact_constants,
+                            allow_narrowing=allow_narrowing, llm=LLMProvers(llm) if llm else None,
+                            exact_constants=exact_constants,
                             inspect=_shower(show, as_json))
     click.echo(json.dumps(result.to_json()) if as_json else human(result))
     for note in document_notes(result, {"certificate": certificate, "witness": witness}):
         click.echo(note, err=True)
     sys.exit(result.exit_status)
-
-
-def _llm(use_llm: bool, budget: int | None):
-    """The job's LLM provers for --llm (an endpoint from the environment), else None: LARK as without one."""
-    if not use_llm:
-        if budget is not None:
-            raise click.UsageError("--llm-budget needs --llm")
-        return None
-    from orchestrator.llm.chat import LLMConfig
-    from orchestrator.llm.plug import LLMProvers
-
-    config = LLMConfig.from_env(budget)
-    if config.base_url is None and config.api_key == "none":
-        raise click.UsageError("--llm needs an endpoint: set OPENAI_BASE_URL (and OPENAI_API_KEY if it asks for one)")
-    return LLMProvers(config)
 
 
 @main.command("check")
@@ -193,9 +204,10 @@ def check_command(file: Path, solver: str) -> None:
               help="Lowest verdict that fails the batch: `unknown` makes an undecided task fail it too (exit 2).")
 @click.option("--solver-seconds", "solver_s", type=float, default=None,
               help="Solver-time budget of each task in seconds (default: no limit beyond --timeout).")
+@_with_llm_options
 def batch_command(source: Path, workers: int | None, address: str | None, report: Path | None, junit: Path | None,
                   certificates: Path | None, state: Path | None, rerun: bool, timeout_s: float, fail_on: str,
-                  solver_s: float | None) -> None:
+                  solver_s: float | None, use_llm: bool, llm_budget: int | None) -> None:
     """Verify every lark.toml under SOURCE (a directory), or each manifest listed in SOURCE (a file).
     Exit 3 if some task is error, or SOURCE does not exist or holds no task; else 1 if some task is refuted;
     else 2 if some is unknown and --fail-on unknown; else 0."""
@@ -203,9 +215,10 @@ def batch_command(source: Path, workers: int | None, address: str | None, report
 
     _writable("--report", report)
     _writable("--junit", junit)
+    llm = _llm(use_llm, llm_budget)     # every job shares the endpoint's pool actor (actors/llm.py)
     try:
         outcomes = batch_and_report(source, workers, address, report, junit, state, timeout_s, solver_s,
-                                    certificates, rerun)
+                                    certificates, rerun, llm)
     except NoTasks as exc:
         raise click.UsageError(str(exc)) from None
     for o in outcomes:

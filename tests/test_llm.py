@@ -193,3 +193,32 @@ def test_ray_prover_pool_shares_one_concurrency_limit_and_closes_goals(tmp_path)
         assert result.verdict == "verified" and result.stats["llm_calls"] == 1
     finally:
         ray.shutdown()
+
+
+def test_a_batch_routes_its_jobs_llm_calls_through_one_pool_and_keys_results_by_endpoint(tmp_path, monkeypatch):
+    """`lark batch --llm` on a local Ray: two tasks whose heuristics are stuck both verify through the
+    endpoint's pool actor (at most its concurrency in flight), and the result store keeps an agent-helped
+    result apart from a run without an agent (a later batch without --llm does not reuse it)."""
+    pytest.importorskip("ray")
+    monkeypatch.setenv("LARK_CACHE_DIR", str(tmp_path / "cache"))   # no proposal learned by an earlier run
+    from orchestrator.batch import State, run_batch
+    from orchestrator.result_store import ResultStore
+
+    names = ["llm_mirrored_store", "llm_flipped_rows"]
+
+    def script(request):   # the answer that fits the asked kernel: the flipped rows' PTX starts at row 63 (4032)
+        flipped = "4032" in prompt_of(request)
+        return Scripted(EXAMPLE_ANSWERS[names[1] if flipped else names[0]], delay_s=0.1)
+
+    manifests = [EXAMPLES / n / "lark.toml" for n in names]
+    store = ResultStore(tmp_path / "results")
+    with ScriptedServer(script) as server:
+        config = LLMConfig(server.base_url, "k", "batch", concurrency=1)
+        outcomes = run_batch(manifests, State(tmp_path / "state.jsonl"), workers=2, timeout_s=TIMEOUT_S,
+                             show_progress=False, store=store, llm=config)
+    assert [o.result.verdict for o in outcomes] == ["verified", "verified"], [o.result.reason for o in outcomes]
+    assert all(o.result.stats["llm_calls"] >= 1 for o in outcomes)
+    assert server.in_flight_max == 1
+    without = run_batch(manifests[:1], State(tmp_path / "plain.jsonl"), workers=1, timeout_s=TIMEOUT_S,
+                        show_progress=False, store=store)
+    assert without[0].result.verdict == "unknown" and not without[0].resumed
