@@ -241,15 +241,23 @@ STOP_GRACE_S = 2.0      # `lark serve` on SIGTERM or ^C: how long running calls 
               help="The SQLite file the jobs persist in (a restarted server resumes them).")
 @click.option("--token", envvar="LARK_TOKEN", default=None,
               help="Bearer token every call must carry (default: $LARK_TOKEN).")
-def serve_command(host: str, port: int, workers: int, db: Path, token: str | None) -> None:
+@click.option("--address", envvar="RAY_ADDRESS", default=None,
+              help="Fan every job's obligations out to checker actors on this Ray cluster (default: $RAY_ADDRESS; "
+                   "none: solved in the worker processes).")
+@click.option("--checkers", type=click.IntRange(min=1), default=2, show_default=True,
+              help="With --address: checker actors (pools of warm solvers) to start on the cluster.")
+def serve_command(host: str, port: int, workers: int, db: Path, token: str | None, address: str | None,
+                  checkers: int) -> None:
     """Serve the gRPC API of protos/lark.proto (with health and reflection) until interrupted."""
     from orchestrator.server import serve
 
     try:
-        running = serve(host, port, workers, db, token)
+        running = serve(host, port, workers, db, token, address=address, checkers=checkers)
     except (ValueError, OSError) as exc:
         raise click.UsageError(str(exc)) from None
-    click.echo(f"lark serve: listening on {host}:{running.port} ({workers} workers, jobs in {db})", err=True)
+    where = f", obligations on {checkers} checker actors at {address}" if address else ""
+    click.echo(f"lark serve: listening on {host}:{running.port} ({workers} workers{where}, jobs in {db})",
+               err=True)
     signal.signal(signal.SIGTERM, lambda *_: running.server.stop(STOP_GRACE_S))
     try:
         running.server.wait_for_termination()

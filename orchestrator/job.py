@@ -238,9 +238,11 @@ def _write_documents(result: Result, manifest: Path, prepared, report, paths: di
 
 
 def run_sources(sources: Sources, timeout_s: float, events: EventSink | None = None,
-                cancel: CancelToken | None = None, solver_s: float | None = None) -> Result:
+                cancel: CancelToken | None = None, solver_s: float | None = None, checker: Checker | None = None,
+                budget: Budget | None = None) -> Result:
     """`run_verify` on a task sent as data, laid out in a temporary folder for the job's lifetime. Files that
-    cannot be laid out are bad input (an `error` result naming the field)."""
+    cannot be laid out are bad input (an `error` result naming the field). `checker` and the `budget` it
+    charges, when given, are the job's (a cluster's checker actors: `actors.service`)."""
     with tempfile.TemporaryDirectory(prefix="lark-job-") as root:
         try:
             manifest = sources.write(Path(root))
@@ -249,7 +251,8 @@ def run_sources(sources: Sources, timeout_s: float, events: EventSink | None = N
             if events is not None:
                 events(Event(VERDICT, {"result": result.to_json()}))
             return result
-        return run_verify(manifest, timeout_s, events, solver_s=solver_s, cancel=cancel)
+        return run_verify(manifest, timeout_s, events, solver_s=solver_s, cancel=cancel, checker=checker,
+                          budget=budget)
 
 
 def unknown(name: str, reason: str, wall_seconds: float) -> Result:

@@ -200,6 +200,7 @@ class Running:
     port: int
     store: JobStore
     pool: WorkerPool
+    fleet: object = None     # `actors.service.ServiceFleet` with --address: holding it keeps the actors alive
 
     def stop(self, grace_s: float = 2.0) -> None:
         self.server.stop(grace_s).wait()
@@ -209,14 +210,22 @@ class Running:
 
 def serve(host: str = "127.0.0.1", port: int = 50051, workers: int = 1, db: Path = Path(".lark/jobs.db"),
           token: str | None = None, max_request_bytes: int = MAX_REQUEST_BYTES,
-          default_timeout_s: float = DEFAULT_TIMEOUT_S) -> Running:
+          default_timeout_s: float = DEFAULT_TIMEOUT_S, address: str | None = None,
+          checkers: int = 2) -> Running:
     """Start the service (returns at once; `Running.server.wait_for_termination()` to block). Jobs a killed
-    server left behind are resumed first. Refuses a non-loopback bind without a token."""
+    server left behind are resumed first. Refuses a non-loopback bind without a token. With a Ray `address`,
+    every job's obligations fan out to `checkers` checker actors on that cluster (`actors.service`), the
+    batch's machinery; without one, they are solved in the worker processes."""
     if not is_loopback(host) and not token:
         raise ValueError(f"binding {host} (not loopback) needs a bearer token (--token or $LARK_TOKEN)")
     store = JobStore(db)
     store.recover()
-    pool = WorkerPool(store, workers)
+    fleet = None
+    if address:
+        from actors.service import start_fleet
+
+        fleet = start_fleet(address, checkers)
+    pool = WorkerPool(store, workers, fleet.spec if fleet else None)
     options = [("grpc.max_receive_message_length", max_request_bytes),
                ("grpc.max_send_message_length", max_request_bytes)]
     interceptors = [BearerAuth(token)] if token else []
@@ -234,4 +243,4 @@ def serve(host: str = "127.0.0.1", port: int = 50051, workers: int = 1, db: Path
     server.start()
     for name in ("", SERVICE):
         checks.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return Running(server, bound, store, pool)
+    return Running(server, bound, store, pool, fleet)

@@ -22,12 +22,17 @@ import queue
 import threading
 import time
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 from lean_pool.budget import CANCELLED as CANCELLED_REASON
+from lean_pool.budget import Budget
 from lean_pool.cancel import CancelToken
 from orchestrator.job import VERDICT, Event, run_sources, unknown
 from orchestrator.jobs_db import CANCELLED, DONE, JobStore, Request, cancelled_result
 from orchestrator.result import Result
+
+if TYPE_CHECKING:
+    from actors.service import ClusterSpec
 
 GRACE_S = 60.0        # beyond its own timeout, how long a job may take before its child is killed
 CANCEL_GRACE_S = 2.0  # how long a cancelled job may take to stop by itself
@@ -35,8 +40,9 @@ POLL_S = 0.2          # how often a worker looks for a cancel while its child wo
 IDLE_S = 1.0          # how long an idle worker sleeps between looks at the queue (a submission wakes it)
 
 
-def _child(conn: Connection) -> None:
-    """A worker's child process: run the jobs the pipe brings, send back their events and results."""
+def _child(conn: Connection, cluster: ClusterSpec | None = None) -> None:
+    """A worker's child process: run the jobs the pipe brings, send back their events and results. With a
+    `cluster`, each job's obligations go to its checker actors (`actors.service`)."""
     jobs: queue.Queue = queue.Queue()
     lock = threading.Lock()
     cancelled: set[str] = set()
@@ -77,19 +83,30 @@ def _child(conn: Connection) -> None:
             if event.kind != VERDICT:            # the store writes the verdict event with the result
                 send(("event", job_id, event.kind, event.data))
 
-        result = run_sources(request.sources, request.timeout_s, events, token, request.solver_s)
+        checker, budget = _cluster_checker(cluster, request)
+        result = run_sources(request.sources, request.timeout_s, events, token, request.solver_s, checker, budget)
         with lock:
             del current[job_id]
         send(("done", job_id, json.dumps(result.to_json())))
 
 
+def _cluster_checker(cluster: ClusterSpec | None, request: Request) -> tuple[object | None, Budget | None]:
+    """The job's checker and budget on the cluster's checker actors, or (None, None): in-process."""
+    if cluster is None:
+        return None, None
+    from actors.service import fleet_checker
+
+    budget = Budget(wall_s=request.timeout_s, solver_s=request.solver_s)
+    return fleet_checker(cluster, budget), budget
+
+
 class _Child:
     """The server's end of one child process."""
 
-    def __init__(self):
+    def __init__(self, cluster: ClusterSpec | None = None):
         context = multiprocessing.get_context("spawn")     # never fork a process that runs gRPC threads
         self.conn, theirs = context.Pipe()
-        self.process = context.Process(target=_child, args=(theirs,), name="lark-worker", daemon=True)
+        self.process = context.Process(target=_child, args=(theirs, cluster), name="lark-worker", daemon=True)
         self.process.start()
         theirs.close()
 
@@ -100,8 +117,9 @@ class _Child:
 
 
 class WorkerPool:
-    def __init__(self, store: JobStore, workers: int):
+    def __init__(self, store: JobStore, workers: int, cluster: ClusterSpec | None = None):
         self.store = store
+        self.cluster = cluster     # where jobs' obligations go (`lark serve --address`), None: in-process
         self._wake = threading.Condition()
         self._stopping = threading.Event()
         self._cancels: set[str] = set()
@@ -139,7 +157,7 @@ class WorkerPool:
                         self._wake.wait(IDLE_S)
                         continue
                     self.runs += 1
-                child = child or _Child()
+                child = child or _Child(self.cluster)
                 ended = self._run(child, job_id)
                 with self._wake:
                     self._cancels.discard(job_id)

@@ -284,3 +284,29 @@ def test_lark_submit_exits_as_lark_verify(server, tmp_path):
     (folder / "lark.toml").write_text((folder / "lark.toml").read_text().replace("[launch]", "[launch]\nwarp = 1"))
     bad = CliRunner().invoke(main, ["submit", str(folder), "--server", address, "--wait", "--json"])
     assert bad.exit_code == 3 and json.loads(bad.output)["error"] == "INVALID_ARGUMENT"
+
+
+def test_with_a_cluster_the_jobs_obligations_fan_out_to_its_checker_actors(tmp_path):
+    """`lark serve --address`: on a two-node `ray.cluster_utils.Cluster`, a submitted job still streams its
+    stages and verdict from the server, and its obligations are solved by the cluster's checker actors."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from actors.service import checker_stats
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    cluster.add_node(num_cpus=1)
+    running = None
+    try:
+        running = serve("127.0.0.1", 0, workers=1, db=tmp_path / "jobs.db", address=cluster.address, checkers=2)
+        with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
+            task = copy_task(tmp_path, "relu_64x64", f"relu_{uuid.uuid4().hex[:8]}")
+            stream = events(pb_grpc.LarkStub(channel), task)
+        assert "stage" in kinds(stream) and result_of(stream)["verdict"] == "verified", result_of(stream)["reason"]
+        solved = sum(h["stats"].get("solved", 0) for h in checker_stats(running.pool.cluster))
+        assert solved >= result_of(stream)["stats"]["obligations"] - result_of(stream)["stats"]["cache_hits"] > 0
+    finally:
+        if running is not None:
+            running.stop()
+        ray.shutdown()
+        cluster.shutdown()
