@@ -405,12 +405,23 @@ class Executor:
             else:
                 one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
             value = s.regs.get(r)
-            if value is None or z3.eq(simplify(value), simplify(start)):
+            if value is None or self._same(value, start):
                 continue
-            if z3.eq(simplify(value), simplify(one_more)):
+            if self._same(value, one_more):
                 s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True)
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
+
+    def _same(self, a: z3.ExprRef, b: z3.ExprRef) -> bool:
+        """a = b for all values of their symbols: syntactically after simplification, or else proved (the
+        simplifier's term order follows symbol numbering, so equal selections may print differently)."""
+        if z3.eq(simplify(a), simplify(b)):
+            return True
+        self.solver.push()
+        self.solver.add(a != b)
+        proved = self.solver.check() == z3.unsat
+        self.solver.pop()
+        return proved
 
     def _check_single_entry(self, header: int, latch: int, where: str) -> None:
         for i, item in enumerate(self.body):
