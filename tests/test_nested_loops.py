@@ -10,7 +10,7 @@ import z3
 
 from lean_pool.checker import Z3Checker
 from orchestrator.provers import bounds, reindex
-from semantics.comprehension import SUM, sum_over
+from semantics.comprehension import SUM, body_at, sum_over
 from semantics.errors import Unsupported
 from semantics.properties import memory_safety, nested_sums, termination
 from semantics.properties.reductions import Matcher
@@ -147,6 +147,21 @@ def test_a_guarded_step_is_a_sum_of_selections_and_a_condition_on_the_accumulato
     two = classify(h, z3.If(c, h + t, h) + 2 * t)
     assert two is not None and two.kind == "sum" and _holds(two.step == z3.If(c, t, 0) + 2 * t)
     assert classify(h, z3.If(h > 0, h + t, h)) is None
+    # guarded steps in a row, as a join builds them: each stays its own term
+    u = z3.Real("u")
+    d = z3.Bool("d")
+    first = z3.If(c, h + t, h)
+    row = classify(h, z3.If(d, first, first + u))
+    assert row is not None and _holds(row.step == z3.If(c, t, 0) + z3.If(d, 0, u))
+    assert z3.is_add(row.step) and row.step.num_args() == 2
+
+
+def test_a_comprehension_body_simplified_to_a_constant_array_is_still_read():
+    j = z3.BitVec("j", 64)
+    constant = z3.simplify(z3.Lambda([j], z3.RealVal(0)))
+    assert not z3.is_quantifier(constant)
+    assert z3.simplify(body_at(constant, z3.BitVecVal(3, 64))).eq(z3.RealVal(0))
+    assert z3.simplify(body_at(z3.Lambda([j], z3.ToReal(z3.BV2Int(j))), z3.BitVecVal(3, 64))).eq(z3.RealVal(3))
 
 
 def _matcher() -> Matcher:

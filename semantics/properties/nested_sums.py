@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from semantics.comprehension import SUM, sum_over
+from semantics.comprehension import SUM, body_at, sum_over
 from semantics.terms import reaching
 
 if TYPE_CHECKING:
@@ -52,13 +52,16 @@ def _concrete(value: z3.BitVecRef) -> int | None:
 
 
 def _bounds(term: z3.ExprRef) -> tuple[int, int] | None:
+    """The Sum's concrete bounds, when they are and its body is a lambda (not, say, a constant array)."""
     lo, hi = _concrete(term.arg(0)), _concrete(term.arg(1))
-    return (lo, hi) if lo is not None and hi is not None and lo <= hi else None
+    body = term.arg(2)
+    lambda_body = z3.is_quantifier(body) and body.is_lambda()
+    return (lo, hi) if lambda_body and lo is not None and hi is not None and lo <= hi else None
 
 
 def _body_at(term: z3.ExprRef, index: z3.BitVecRef) -> z3.ArithRef:
-    """The Sum's body with its bound variable at `index`."""
-    return z3.substitute_vars(term.arg(2).body(), index)
+    """The Sum's body with its bound variable at `index` (a Sum whose `_bounds` are known)."""
+    return body_at(term.arg(2), index)
 
 
 def reference_piece(cr: z3.ExprRef, n: int, q: z3.BitVecRef, name: str) -> z3.ArithRef | None:
@@ -84,7 +87,7 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
     while progress:
         progress = False
         for ck in closed_sums(kernel):
-            if ck.arg(2).body().get_id() not in reaching(ck.arg(2).body(), (SUM,)) or _bounds(ck) is None:
+            if _bounds(ck) is None or ck.arg(2).body().get_id() not in reaching(ck.arg(2).body(), (SUM,)):
                 continue
             for cr in closed_sums(reference):
                 if _congruent(matcher, ck, cr):

@@ -74,20 +74,32 @@ def _sum_step(header: z3.ArithRef, value: z3.ArithRef) -> z3.ArithRef | None:
     the term's structure, each case an identity of reals:
     * a selection If(c, a, b) with c free of header (a guarded step, `if (in range) acc += ...` joined with
       the path that skips it): If(c, T_a, T_b), since If(c, header + T_a, header + T_b) = header + If(c, T_a, T_b);
+      when a = b + w, T_b + If(c, w, 0), so that guarded steps in a row stay separate terms;
     * a sum u + v₁ + … with only u mentioning header (guarded steps in a row): T_u + v₁ + …"""
     step = simplify(value - header)
     if not mentions(step, header):
         return step
     if z3.is_app_of(value, z3.Z3_OP_ITE) and not mentions(value.arg(0), header):
-        then, other = _sum_step(header, value.arg(1)), _sum_step(header, value.arg(2))
-        return None if then is None or other is None else z3.If(value.arg(0), then, other)
+        cond, then, other = value.children()
+        for grown, kept, taken in ((then, other, cond), (other, then, z3.Not(cond))):
+            if z3.is_add(grown) and any(c.eq(kept) for c in grown.children()):   # If(c, u + w, u) = u + If(c, w, 0)
+                base = _sum_step(header, kept)
+                return None if base is None else base + z3.If(taken, z3.Sum(*_without(grown.children(), kept)), 0)
+        then, other = _sum_step(header, then), _sum_step(header, other)
+        return None if then is None or other is None else z3.If(cond, then, other)
     if z3.is_add(value):
         holding = [c for c in value.children() if mentions(c, header)]
         if len(holding) == 1:
             inner = _sum_step(header, holding[0])
-            rest = [c for c in value.children() if not c.eq(holding[0])]
+            rest = _without(value.children(), holding[0])
             return None if inner is None else z3.Sum(inner, *rest)
     return None
+
+
+def _without(terms: list[z3.ExprRef], term: z3.ExprRef) -> list[z3.ExprRef]:
+    """`terms` with one occurrence of `term` taken out."""
+    at = next(n for n, t in enumerate(terms) if t.eq(term))
+    return terms[:at] + terms[at + 1:]
 
 
 def classify(header: z3.ArithRef, next_value: z3.ArithRef) -> Accumulator | None:
