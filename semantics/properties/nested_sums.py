@@ -113,8 +113,6 @@ def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> bool:
     inside = z3.And(matcher.hyp, z3.ULE(lo, i), z3.ULT(i, hi))
     sub = matcher.within(inside, key)
     body_k, body_r = sub.rewrite(_body_at(ck, i), piece)
-    if not sub._proved(f"a nested kernel Sum's body equals the reference's piece at every outer index in "
-                       f"[{lo}, {hi})", body_k != body_r):
-        return False
-    matcher.meanings.update(sub.meanings)
-    return True
+    # (the premise's own symbols speak of i: their meanings stay in `sub`, only cr's symbol escapes)
+    return sub._proved(f"a nested kernel Sum's body equals the reference's piece at every outer index in "
+                       f"[{lo}, {hi})", body_k != body_r)

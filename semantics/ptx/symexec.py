@@ -4,8 +4,10 @@ Paths fork at conditional branches and are pruned when infeasible. Loops are not
 carried registers all advance by a loop-invariant step each iteration (induction variables, the shape of
 guarded grid-stride and strided loops) is executed once with a symbolic iteration number `k`, every
 induction register set to `entry + k·step`. Bit-vector multiplication wraps exactly as repeated addition
-does, so this is the exact state at iteration k. A loop that carries any other live value (an
-accumulator) is outside this module's fragment and raises `Unsupported`, naming the loop and register.
+does, so this is the exact state at iteration k. A carried float that accumulates (sum, product, max, min)
+becomes a comprehension (`accumulators`); any other carried value is opaque or, for integers, `Unsupported`.
+A loop inside a loop body is summarised the same way from its entry state and continued only from its
+proved exact exit iteration (`_nested`), for every iteration of the loops around it.
 """
 
 from __future__ import annotations
