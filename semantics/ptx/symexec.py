@@ -546,7 +546,10 @@ def _delta(nxt, hdr):
             return None
         return simplify(nxt.offset - hdr.offset)
     if z3.is_bv(hdr) and z3.is_bv(nxt) and nxt.size() == hdr.size():
-        return simplify(nxt - hdr)
+        delta = simplify(nxt - hdr)
+        # a round trip through a wider register (cvt.s64.s32 then cvt.u32.u64) folds only with sign
+        # extensions eliminated
+        return z3.simplify(delta) if mentions(delta, hdr) else delta
     if z3.eq(nxt, hdr):
         return z3.BoolVal(True) if z3.is_bool(hdr) else z3.RealVal(0) if z3.is_real(hdr) else None
     return None
