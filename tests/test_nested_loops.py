@@ -186,3 +186,39 @@ def test_a_nested_kernel_sum_meets_a_nested_reference_sum_by_its_outer_index():
     reference = sum_over(0, 48, q, sum_over(0, 80, r, x(80 * q + r)))
     k2, r2 = nested_sums.rewrite(_matcher(), kernel, reference)
     assert z3.is_const(k2) and k2.eq(r2)
+
+
+ROUND_TRIP = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry t(.param .u64 t_param_0)
+{
+.reg .pred %p<2>; .reg .b32 %r<4>; .reg .b64 %rd<6>;
+ld.param.u64 %rd1, [t_param_0];
+cvta.to.global.u64 %rd2, %rd1;
+mov.u32 %r1, %tid.x;
+$L_loop:
+cvt.s64.s32 %rd3, %r1;
+mul.wide.s32 %rd4, %r1, 4;
+add.s64 %rd5, %rd2, %rd4;
+st.global.f32 [%rd5], 0f3F800000;
+cvt.u32.u64 %r2, %rd3;
+add.s32 %r1, %r2, 32;
+setp.lt.s32 %p1, %r2, 992;
+@%p1 bra $L_loop;
+ret;
+}
+"""
+
+
+def test_a_counter_through_a_wider_register_and_back_is_an_induction_variable():
+    """KernelBench 97's outer loop: i → cvt.s64.s32 → cvt.u32.u64 → + 32 steps by 32 (the round trip folds
+    only with sign extensions eliminated); each store then lies at tid + 32·k."""
+    kernel = parse_ptx(ROUND_TRIP).kernels["t"]
+    y = Buffer("y", "float32", 1024, 4, "output")
+    ctx = bind(kernel, LAUNCH, [y], {"y": y})
+    assert len(Executor(kernel, ctx).run().loops) == 1
+    (store,) = [a for a in ctx.accesses if a.kind == "store"]
+    k = store.loops[0][1]
+    inside = z3.And(ctx.thread.in_launch(LAUNCH), z3.ULT(k, 32))
+    assert _holds(z3.Implies(inside, store.offset == 4 * (z3.ZeroExt(32, ctx.thread.tid[0]) + 32 * k)))
