@@ -24,6 +24,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/proof/", TRUSTED, "the proof kernel: the only code that makes a Theorem"),
     ("semantics/canonical.py", TACTIC, "normal forms of sums and max/min trees (AC identities)"),
     ("semantics/properties/reductions.py", TACTIC, "the comprehension matcher"),
+    ("semantics/properties/nested_sums.py", TACTIC, "nested Sums matched by congruence (the matcher's nesting step)"),
     ("semantics/properties/fold.py", TACTIC, "folding unrolled terms into families"),
     ("semantics/properties/unions.py", TACTIC, "the union finder"),
     ("semantics/properties/tiles.py", TACTIC, "tiling by progressions (the matcher's counting step)"),

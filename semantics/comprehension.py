@@ -44,6 +44,14 @@ def min_over(init: z3.ArithRef, lo, hi, j: z3.BitVecRef, body: z3.ArithRef) -> z
     return MIN_FROM(init, _index(lo), _index(hi), z3.Lambda([j], body))
 
 
+def body_at(body: z3.ExprRef, index: z3.BitVecRef) -> z3.ArithRef:
+    """A comprehension's body (its last argument) at `index`. It is a lambda, or, once the simplifier has seen
+    a lambda whose body is constant (an inner Sum whose guard fails at every index), a constant array."""
+    if z3.is_quantifier(body):
+        return z3.substitute_vars(body.body(), index)
+    return z3.simplify(z3.Select(body, index))
+
+
 def _index(value: z3.BitVecRef | int) -> z3.BitVecRef:
     return z3.BitVecVal(value, 64) if isinstance(value, int) else value
 

@@ -16,7 +16,7 @@ import z3
 
 from semantics import sparse
 from semantics.axioms import IDEAL_FUNCTIONS
-from semantics.comprehension import MAX_FROM, PROD, SUM, is_comprehension
+from semantics.comprehension import MAX_FROM, PROD, SUM, body_at, is_comprehension
 from semantics.ptx.neginf import NEG_INF
 from semantics.terms import subterms
 
@@ -149,7 +149,7 @@ class Evaluator:
                 raise NotConcrete(f"a reduction over {hi - lo} terms")
             # simplified once instantiated: index conditions over concrete values fold to constants (a tiled
             # kernel's guards), instead of being evaluated one model query at a time; simplification keeps the value
-            values = [self.value(z3.simplify(z3.substitute_vars(lam.body(), z3.BitVecVal(j, 64))))
+            values = [self.value(z3.simplify(body_at(lam, z3.BitVecVal(j, 64))))
                       for j in range(lo, max(lo, hi))]
         if term.decl() == SUM:
             total = mpmath.fsum(values) if values else mpmath.mpf(0)
@@ -164,7 +164,7 @@ class Evaluator:
         """(the special terms' values, (the value every other term has, how many others)); None when the body
         does not allow it (`semantics.sparse`)."""
         j = z3.FreshConst(z3.BitVecSort(64), "replay!j")
-        body = z3.substitute_vars(lam.body(), j)
+        body = body_at(lam, j)
 
         def concrete(t: z3.ExprRef) -> z3.ExprRef:
             pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(t, j)]

@@ -60,6 +60,8 @@ def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, la
         outcome = prove(ob, checker, timeout_s, record, result)
         if outcome.status == PROVED:
             continue
+        if outcome.status == REFUTED and access.loops:
+            ob, outcome = _earliest(ob, access, outcome, checker, timeout_s, record)
         if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \
                 witness_reached(access.loops, ob.witness, outcome.model, checker, timeout_s, "memory_safety"):
             result.downgrade(VIOLATED)
@@ -69,6 +71,19 @@ def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, la
         result.downgrade(UNKNOWN, f"could not prove the {access.kind} of {buffer.name} at line {access.line} "
                                   f"in bounds ({outcome.reason or 'counterexample not confirmed'})")
     return result
+
+
+def _earliest(ob: Obligation, access: Access, outcome, checker: Checker, timeout_s: float, record):
+    """The violation at iteration 0 of each enclosing loop where there is one there, outermost first: the concrete
+    interpreter stops at a thread's first violation, so a witness at a later iteration of a loop whose first
+    iteration already faults would not replay. Only the choice of witness changes (the replay still decides)."""
+    for _, k in access.loops:
+        pinned = Obligation(f"{ob.name}, iteration {k} = 0", ob.prop, z3.And(ob.formula, k == 0), ob.witness)
+        tried = checker.check(pinned, timeout_s)
+        record(pinned, tried)
+        if tried.status == REFUTED:
+            ob, outcome = pinned, tried
+    return ob, outcome
 
 
 def _finding(access: Access, buffer: Buffer, model: dict) -> Finding:

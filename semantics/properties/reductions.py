@@ -42,6 +42,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
+from semantics.properties import nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
@@ -157,8 +158,14 @@ class Matcher:
         self.key = key
         self.count = 0
         self.attempts = 0
+        self.nests = 0   # nested Sums compared (`nested_sums`), naming their premises
         # symbol name -> the reference comprehension it was proved equal to (replay evaluates it there)
         self.meanings: dict[str, z3.ExprRef] = {}
+
+    def within(self, hypothesis: z3.BoolRef, key: str) -> Matcher:
+        """A matcher for a premise under a stronger hypothesis, sharing checker, hints and records."""
+        return Matcher(hypothesis, self.reindex, self.checker, self.timeout_s, self.record, self.accepted, key,
+                       self.search)
 
     def _obligation(self, name: str, formula: z3.BoolRef) -> Obligation:
         return Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))
@@ -183,6 +190,7 @@ class Matcher:
         if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
+        kernel, reference = nested_sums.rewrite(self, kernel, reference)
         kernel, reference = self._rewrite_unions(kernel, reference)
         progress = True
         while progress:

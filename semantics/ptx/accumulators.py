@@ -7,8 +7,10 @@ exactly one factor (`a · T`, T free of `a`) is a product accumulator, and one w
 `acc₀ + Sum(0, k, λj. T(j))`, `acc₀ · Prod(0, k, λj. T(j))` or `MaxFrom(acc₀, 0, k, λj. T(j))`: exact, not an
 approximation — by induction on k, since Sum/Prod/MaxFrom over [0, k+1) is the value over [0, k) combined
 with T(k), and the back-edge value is the header value combined with T (the inductive step). For a sum the
-step holds by construction (T is the simplified `next - a`); for a product T is `next` with the factor `a`
-taken out, and the step `next = a · T` is proved by the solver before the register is summarised.
+step holds by construction (T is the simplified `next - a`, taken through the branches of a selection whose
+condition is free of `a`: a guarded step `If(c, a + T, a)` sums `If(c, T, 0)`); for a product T is `next`
+with the factor `a` taken out, and the step `next = a · T` is proved by the solver before the register is
+summarised.
 
 Floats are exact reals (DESIGN §3): `mul.f32`, `mul.rn.f32` and the other rounding modes all multiply
 reals (`semantics/ptx/instructions.py`), as `add.f32` adds them; so the product accumulator is a product of
@@ -67,9 +69,42 @@ def _product_step(header: z3.ArithRef, next_value: z3.ArithRef) -> z3.ArithRef |
     return step if solver.check() == z3.unsat else None
 
 
-def classify(header: z3.ArithRef, next_value: z3.ArithRef) -> Accumulator | None:
-    step = simplify(next_value - header)
+def _sum_step(header: z3.ArithRef, value: z3.ArithRef) -> z3.ArithRef | None:
+    """T with value = header + T and T free of header: the simplified difference, or else T found through
+    the term's structure, each case an identity of reals:
+    * a selection If(c, a, b) with c free of header (a guarded step, `if (in range) acc += ...` joined with
+      the path that skips it): If(c, T_a, T_b), since If(c, header + T_a, header + T_b) = header + If(c, T_a, T_b);
+      when a = b + w, T_b + If(c, w, 0), so that guarded steps in a row stay separate terms;
+    * a sum u + v₁ + … with only u mentioning header (guarded steps in a row): T_u + v₁ + …"""
+    step = simplify(value - header)
     if not mentions(step, header):
+        return step
+    if z3.is_app_of(value, z3.Z3_OP_ITE) and not mentions(value.arg(0), header):
+        cond, then, other = value.children()
+        for grown, kept, taken in ((then, other, cond), (other, then, z3.Not(cond))):
+            if z3.is_add(grown) and any(c.eq(kept) for c in grown.children()):   # If(c, u + w, u) = u + If(c, w, 0)
+                base = _sum_step(header, kept)
+                return None if base is None else base + z3.If(taken, z3.Sum(*_without(grown.children(), kept)), 0)
+        then, other = _sum_step(header, then), _sum_step(header, other)
+        return None if then is None or other is None else z3.If(cond, then, other)
+    if z3.is_add(value):
+        holding = [c for c in value.children() if mentions(c, header)]
+        if len(holding) == 1:
+            inner = _sum_step(header, holding[0])
+            rest = _without(value.children(), holding[0])
+            return None if inner is None else z3.Sum(inner, *rest)
+    return None
+
+
+def _without(terms: list[z3.ExprRef], term: z3.ExprRef) -> list[z3.ExprRef]:
+    """`terms` with one occurrence of `term` taken out."""
+    at = next(n for n, t in enumerate(terms) if t.eq(term))
+    return terms[:at] + terms[at + 1:]
+
+
+def classify(header: z3.ArithRef, next_value: z3.ArithRef) -> Accumulator | None:
+    step = _sum_step(header, next_value)
+    if step is not None:
         return Accumulator("sum", header, step, next_value)
     step = _product_step(header, next_value)
     if step is not None:

@@ -4,8 +4,10 @@ Paths fork at conditional branches and are pruned when infeasible. Loops are not
 carried registers all advance by a loop-invariant step each iteration (induction variables, the shape of
 guarded grid-stride and strided loops) is executed once with a symbolic iteration number `k`, every
 induction register set to `entry + k·step`. Bit-vector multiplication wraps exactly as repeated addition
-does, so this is the exact state at iteration k. A loop that carries any other live value (an
-accumulator) is outside this module's fragment and raises `Unsupported`, naming the loop and register.
+does, so this is the exact state at iteration k. A carried float that accumulates (sum, product, max, min)
+becomes a comprehension (`accumulators`); any other carried value is opaque or, for integers, `Unsupported`.
+A loop inside a loop body is summarised the same way from its entry state and continued only from its
+proved exact exit iteration (`_nested`), for every iteration of the loops around it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from semantics.terms import constants, mentions
 MAX_PATHS = 2048
 PRED = PtxType(".pred", "pred", 1)
 NO_EFFECT = frozenset({"pragma", ".pragma"})
+BARRIERS = frozenset({"bar", "barrier"})
 
 
 @dataclass
@@ -97,6 +100,7 @@ class Executor:
         self.body = kernel.body
         self.labels = {item.name: i for i, item in enumerate(self.body) if isinstance(item, Label)}
         self.loops: list[LoopInfo] = []
+        self.generic_loops: list[LoopInfo] = []   # loops summarised inside a generic run (nothing recorded)
         self.exits: list[z3.BoolRef] = []
         self.paths = 0
         self.solver = z3.Solver()
@@ -130,7 +134,7 @@ class Executor:
                 if latch is None:
                     work.append((pc + 1, st))
                 elif stop:
-                    raise Unsupported("nested loops", f"loop at line {self.body[pc].line}")
+                    work.extend(self._nested(st, pc, latch, stop))
                 else:
                     work.extend(self._loop(st, pc, latch))
             else:
@@ -228,8 +232,27 @@ class Executor:
                    and isinstance(self.body[i].operands[0], Sym) and self.body[i].operands[0].name == name]
         return max(latches) if latches else None
 
-    def _loop(self, st: ThreadState, header: int, latch: int) -> list:
-        """Summarise the loop [header, latch] entered in state st; return the states that leave it."""
+    def _nested(self, st: ThreadState, header: int, latch: int, outer: tuple[int, int]) -> list:
+        """A loop met in the body of the loop `outer` = (header, latch), summarised as a top-level loop is, from
+        its entry state (which speaks of the outer loop's iteration, or of the outer generic run's header
+        symbols). It must be left at a proved exact exit iteration (`_loop`), so the state after it carries no
+        trace of its own iteration: the outer back edge, accumulators and reach guards then see plain terms,
+        an outer accumulator whose step is the inner loop's Sum a Sum of Sums. Barriers anywhere in the nest are
+        refused: loop phases (`loop_phases`) and shared reads per iteration (`loop_shared`) count one loop."""
+        where = f"loop at line {self.body[header].line}"
+        if latch > outer[1]:
+            raise Unsupported("a loop whose back edge lies after its enclosing loop's", where)
+        barriers = [item.line for item in self.body[outer[0]:outer[1] + 1]
+                    if isinstance(item, Instr) and item.opcode in BARRIERS]
+        if barriers:
+            raise Unsupported("a barrier in a loop nest (barriers in nested loops are not modelled)",
+                              f"line {barriers[0]}")
+        return self._loop(st, header, latch, nested=True)
+
+    def _loop(self, st: ThreadState, header: int, latch: int, nested: bool = False) -> list:
+        """Summarise the loop [header, latch] entered in state st; return the states that leave it. A loop met
+        while an enclosing loop is only being summarised (`st.recording` false) records nothing: its LoopInfo
+        is kept apart (`generic_loops`) and needs no termination check of its own beyond its exact exit."""
         where = f"loop at line {self.body[header].line}"
         self._check_single_entry(header, latch, where)
         written = self._written_registers(header, latch)
@@ -242,11 +265,13 @@ class Executor:
             raise
         # numbered per execution, so obligation texts (cache keys, certificates) do not depend on what the
         # process ran before
-        k = z3.BitVec(f"k{len(self.loops)}.{self.body[header].name}", 64)
+        summarised = self.loops if st.recording else self.generic_loops
+        prefix = "k" if st.recording else "g"
+        k = z3.BitVec(f"{prefix}{len(summarised)}.{self.body[header].name}", 64)
         info = LoopInfo(self.body[header].name, self.body[header].line, k, entry=st.condition(), steps=steps,
                         start={r: st.regs.get(r) for r in steps}, placeholder=z3.Bool(f"reach.{k}"),
                         barriers=per_iteration)
-        self.loops.append(info)
+        summarised.append(info)
         body_state = st.copy()
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
@@ -288,18 +313,22 @@ class Executor:
             # the exit paths would be compared by barrier uniformity without knowing they leave at one iteration
             raise Unsupported("a loop with barriers that is left on paths passing different barriers", where)
         for _, s in leaving:
-            s.in_body = False
-            s.generic = None
+            s.in_body = st.in_body   # still in the enclosing loop's body, if any
+            s.generic = st.generic
             for r in written & s.undefined.keys():   # defined in some iteration, not only in the last one
                 s.undefined[r] = None
             self._finish_accumulators(s, st, summaries, at_k, k, where)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
         if self.exit_oracle is not None:
-            same = [other for other in self.loops if other.header == info.header]
-            bound = self.exit_oracle(info, f"termination:{info.header}#{same.index(info)}")
+            same = [other for other in summarised if other.header == info.header]
+            tag = "" if st.recording else "generic"
+            bound = self.exit_oracle(info, f"termination:{info.header}#{tag}{same.index(info)}")
             if bound is not None:
                 return [(pc, _at_iteration(s, info, bound, st.loops)) for pc, s in leaving]
+        if nested:
+            raise Unsupported("a nested loop whose exact exit iteration is not proved (an inner loop is summarised "
+                              "only at a proved exit, for every iteration of the loops around it)", where)
         if per_iteration:
             return leaving  # the state after the loop depends on the exit iteration through the barrier count
         return self._merge_exits(st, leaving, written, k, where)
@@ -378,12 +407,23 @@ class Executor:
             else:
                 one_more = z3.substitute(acc.next_value, (acc.header, start), *at_k)
             value = s.regs.get(r)
-            if value is None or z3.eq(simplify(value), simplify(start)):
+            if value is None or self._same(value, start):
                 continue
-            if z3.eq(simplify(value), simplify(one_more)):
+            if self._same(value, one_more):
                 s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True)
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
+
+    def _same(self, a: z3.ExprRef, b: z3.ExprRef) -> bool:
+        """a = b for all values of their symbols: syntactically after simplification, or else proved (the
+        simplifier's term order follows symbol numbering, so equal selections may print differently)."""
+        if z3.eq(simplify(a), simplify(b)):
+            return True
+        self.solver.push()
+        self.solver.add(a != b)
+        proved = self.solver.check() == z3.unsat
+        self.solver.pop()
+        return proved
 
     def _check_single_entry(self, header: int, latch: int, where: str) -> None:
         for i, item in enumerate(self.body):
@@ -506,7 +546,10 @@ def _delta(nxt, hdr):
             return None
         return simplify(nxt.offset - hdr.offset)
     if z3.is_bv(hdr) and z3.is_bv(nxt) and nxt.size() == hdr.size():
-        return simplify(nxt - hdr)
+        delta = simplify(nxt - hdr)
+        # a round trip through a wider register (cvt.s64.s32 then cvt.u32.u64) folds only with sign
+        # extensions eliminated
+        return z3.simplify(delta) if mentions(delta, hdr) else delta
     if z3.eq(nxt, hdr):
         return z3.BoolVal(True) if z3.is_bool(hdr) else z3.RealVal(0) if z3.is_real(hdr) else None
     return None

@@ -1,0 +1,118 @@
+"""Nested Sums: a loop nest's Sum of Sums matched against the reference's, by congruence over the outer index.
+
+A loop inside a loop leaves a Sum whose body holds the inner loop's Sum (`semantics.ptx.symexec`). The
+reference has a Sum of Sums too (a sum over two dimensions) or one Sum over a flattened range (a matmul's
+k). The matcher (`semantics.properties.reductions`) compares one comprehension with another; here a nested
+pair is reduced to a comparison of their bodies at one outer index. The theorems, over the reals, with
+concrete 64-bit bounds:
+
+* congruence: if K(i) = R(i - lo) for every i in [lo, lo + n), then
+  Sum(lo, lo + n, λi. K(i)) = Σ_{q < n} R(q) — the same finite sum, term by term.
+* shift: Sum(a, a + n, λq. B(q)) = Σ_{q < n} B(a + q).
+* split: Sum(a, a + n·b, λm. h(m)) = Σ_{q < n} Sum(0, b, λr. h(a + q·b + r)) — the range cut into n
+  consecutive pieces of b (a + n·b is the Sum's own upper bound, so no index wraps).
+
+The premise K(i) = R(i - lo) is proved with i a fresh constant (so for every i) under the store's
+hypothesis and lo ≤ i < lo + n, by a matcher of its own (the bodies' inner Sums are matched the same way,
+which is how three nested loops go) and a final obligation on what it leaves. Only the outer bounds must be
+concrete; the inner ones may depend on i.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import z3
+
+from semantics.comprehension import SUM, body_at, sum_over
+from semantics.terms import reaching
+
+if TYPE_CHECKING:
+    from semantics.properties.reductions import Matcher
+
+
+def closed_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The Sum applications of `term` outside every binder (a Sum inside a lambda may speak of its variable)."""
+    found, seen, todo = [], set(), [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen or not z3.is_app(t):
+            continue
+        seen.add(t.get_id())
+        if t.decl() == SUM:
+            found.append(t)
+        else:
+            todo.extend(t.children())
+    return found
+
+
+def _concrete(value: z3.BitVecRef) -> int | None:
+    value = z3.simplify(value)
+    return value.as_long() if z3.is_bv_value(value) else None
+
+
+def _bounds(term: z3.ExprRef) -> tuple[int, int] | None:
+    """The Sum's concrete bounds, when they are and its body is a lambda (not, say, a constant array)."""
+    lo, hi = _concrete(term.arg(0)), _concrete(term.arg(1))
+    body = term.arg(2)
+    lambda_body = z3.is_quantifier(body) and body.is_lambda()
+    return (lo, hi) if lambda_body and lo is not None and hi is not None and lo <= hi else None
+
+
+def _body_at(term: z3.ExprRef, index: z3.BitVecRef) -> z3.ArithRef:
+    """The Sum's body with its bound variable at `index` (a Sum whose `_bounds` are known)."""
+    return body_at(term.arg(2), index)
+
+
+def reference_piece(cr: z3.ExprRef, n: int, q: z3.BitVecRef, name: str) -> z3.ArithRef | None:
+    """The q-th of n pieces of the reference Sum `cr`: its body at a + q when it has n terms (shift), the Sum
+    of its q-th run of b consecutive terms when it has n·b (split); None otherwise."""
+    bounds = _bounds(cr)
+    if bounds is None or n <= 0:
+        return None
+    a, size = bounds[0], bounds[1] - bounds[0]
+    if size == n:
+        return _body_at(cr, a + q)
+    if size % n or size == 0:
+        return None
+    b = size // n
+    r = z3.BitVec(f"{name}.r", 64)
+    return sum_over(0, b, r, _body_at(cr, a + q * b + r))
+
+
+def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+    """Each closed kernel Sum whose body holds a Sum, proved equal to a closed reference Sum by congruence,
+    becomes one symbol on both sides."""
+    progress = True
+    while progress:
+        progress = False
+        for ck in closed_sums(kernel):
+            if _bounds(ck) is None or ck.arg(2).body().get_id() not in reaching(ck.arg(2).body(), (SUM,)):
+                continue
+            for cr in closed_sums(reference):
+                if _congruent(matcher, ck, cr):
+                    symbol = matcher._symbol(cr)
+                    kernel = z3.substitute(kernel, (ck, symbol))
+                    reference = z3.substitute(reference, (cr, symbol))
+                    progress = True
+                    break
+            if progress:
+                break
+    return kernel, reference
+
+
+def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> bool:
+    """Whether Sum ck = Sum cr, proved by congruence: their bodies agree at every outer index."""
+    lo, hi = _bounds(ck)
+    matcher.nests += 1
+    key = f"{matcher.key}.nest{matcher.nests}"
+    i = z3.BitVec(f"nest!{key}.i", 64)
+    piece = reference_piece(cr, hi - lo, i - lo, f"nest!{key}")
+    if piece is None:
+        return False
+    inside = z3.And(matcher.hyp, z3.ULE(lo, i), z3.ULT(i, hi))
+    sub = matcher.within(inside, key)
+    body_k, body_r = sub.rewrite(_body_at(ck, i), piece)
+    # (the premise's own symbols speak of i: their meanings stay in `sub`, only cr's symbol escapes)
+    return sub._proved(f"a nested kernel Sum's body equals the reference's piece at every outer index in "
+                       f"[{lo}, {hi})", body_k != body_r)
