@@ -159,3 +159,24 @@ def test_unmodelled_forms_are_refused(ins):
 def test_float_bits_in_integer_arithmetic_are_refused():
     with pytest.raises(Unsupported, match="float bits"):
         run_alu("and.b32 %r2, %r1, 2147483647;", {"%r1": z3.Real("x")})
+
+
+M64 = (1 << 64) - 1
+
+
+@pytest.mark.parametrize("width, a, b, pos, length, expected", [
+    (32, 0xF, 0, 4, 4, 0xF0),
+    (32, 0xFF, 0x12345678, 8, 4, 0x12345F78),                 # only len bits of a
+    (32, 0xAB, 0xFFFFFFFF, 0, 0, 0xFFFFFFFF),                 # len 0: b
+    (32, 0xFF, 0x0, 28, 8, 0xF0000000),                       # bits past the msb are dropped
+    (32, 0x1, 0x0, 32, 1, 0),                                 # pos past the msb: b
+    (32, 0xFFFFFFFF, 0x0, 0, 40, M32),                        # len >= width: every bit from pos
+    (32, 0x3, 0x0, 0x104, 0x102, 0x30),                       # pos, len masked to 0..255
+    (64, 0xF, 0x1, 60, 8, 0xF000000000000001),
+    (64, M64, 0, 3, 255, M64 & ~0x7),
+])
+def test_bit_field_insert(width, a, b, pos, length, expected):
+    r = "%rd" if width == 64 else "%r"
+    state = run_alu(f"bfi.b{width} {r}3, {r}1, {r}2, %r5, %r6;",
+                    {f"{r}1": bv(a, width), f"{r}2": bv(b, width), "%r5": bv(pos), "%r6": bv(length)})
+    assert value(state, f"{r}3") == expected
