@@ -31,6 +31,7 @@ from semantics.torch import lazy
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
 from semantics.torch.lazy import Lazy, Missing, Unsupported
 from semantics.torch.reductions import REDUCTION_OPS
+from semantics.torch.windows import WINDOW_OPS
 
 __all__ = ["OPS", "RefEnv", "Unsupported", "reference_outputs"]
 
@@ -436,6 +437,8 @@ OPS: dict[str, Op] = {
     "aten.bitwise_xor.Tensor": _binary(lambda a, b: z3.Xor(a, b) if z3.is_bool(a) else a ^ b, _BITS),
     # reductions, contractions, scans, softmax and normalizations (semantics/torch/reductions.py)
     **REDUCTION_OPS,
+    # convolution and pooling (semantics/torch/windows.py)
+    **WINDOW_OPS,
 }
 
 
