@@ -124,7 +124,7 @@ E, M = z3.BitVec("e", 64), z3.BitVec("m_expected", 64)
 
 
 def test_convolution_is_one_sum_over_channels_then_taps(graphs):
-    """Conv1d(4, 3, 3) on 2 x 4 x 10: y[b, oc, o] = Σ_{m < 12} x[b, m / 3, o + m % 3] * w[oc, m / 3, m % 3],
+    """Conv1d(4, 3, 3) on 2 x 4 x 10: y[b, oc, o] = Σ_{m < 12} x[b, m / 3, o + m % 3] * w[oc * 12 + m] (flat),
     the channel outermost (the flattened box the matcher meets a channel loop with an unrolled window in)."""
     x, w = _real_fn("X"), _real_fn("W")
     (term,) = [out(E) for out in reference_outputs(graphs["conv1d"], RefEnv({"input:0": x, "param:conv.weight": w},
@@ -132,7 +132,7 @@ def test_convolution_is_one_sum_over_channels_then_taps(graphs):
     assert term.decl() == SUM
     b, oc, o = z3.UDiv(E, 24), z3.URem(z3.UDiv(E, 8), 3), z3.URem(E, 8)
     ic, k = z3.UDiv(M, 3), z3.URem(M, 3)
-    expected = sum_over(0, 12, M, x(b * 40 + ic * 10 + o + k) * w(oc * 12 + ic * 3 + k))
+    expected = sum_over(0, 12, M, x(b * 40 + ic * 10 + o + k) * w(oc * 12 + M))
     assert _proved(term == expected, 48)
     wrong = sum_over(0, 12, M, x(b * 40 + ic * 10 + o + k) * w(oc * 12 + k * 4 + ic))   # taps outermost
     assert not _proved(term == wrong, 48)

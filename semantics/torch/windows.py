@@ -9,7 +9,8 @@ i*s - p + k*d = o). Conventions the kernel side relies on:
   (input channel of the group, k_1, .., k_n), a pooling over (k_1, .., k_n). A box of one element is no
   comprehension: its coordinates are the constant 0.
 * Convolution (zero padding): Σ_m x[b, g*ICG + icg, pos] * w[oc, icg, k] (+ bias[oc]), g = oc / OCG the
-  group of the output channel; a transposed one reads w[g*ICG + icg, oc % OCG, k]. A term whose input
+  group of the output channel, the weight read at its flat index oc*|box| + m (affine in m, which is
+  how a reindexing is found); a transposed one reads w[g*ICG + icg, oc % OCG, k]. A term whose input
   position lies in the padding is If(inside, x * w, 0); a dim whose every position is inside (no padding,
   no overhang) has no test. A position is a 64-bit vector o*s + k*d - p: below 0 it wraps, so one
   unsigned `pos < I` tests both ends.
@@ -116,13 +117,13 @@ def _spatial(c: Call, name: str, n: int, default: Sequence[int] | None = None) -
     return tuple(values)
 
 
-def _box_sum(node: str, sizes: Sequence[int], body: Callable[[Coords], z3.ExprRef]) -> z3.ExprRef:
-    """Σ over the flattened box `sizes` (first coordinate outermost) of body(coordinates)."""
+def _box_sum(node: str, sizes: Sequence[int], body: Callable[[z3.BitVecRef, Coords], z3.ExprRef]) -> z3.ExprRef:
+    """Σ_m over the flattened box `sizes` (first coordinate outermost) of body(m, coordinates of m)."""
     total = math.prod(sizes)
     if total == 1:
-        return body(tuple(bv(0) for _ in sizes))
+        return body(bv(0), tuple(bv(0) for _ in sizes))
     m = z3.BitVec(f"{node}!w", 64)
-    return sum_over(0, total, m, body(tuple(unflatten(m, sizes))))
+    return sum_over(0, total, m, body(m, tuple(unflatten(m, sizes))))
 
 
 def _box_max(node: str, sizes: Sequence[int], body: Callable[[Coords], z3.ExprRef]) -> z3.ExprRef:
@@ -219,20 +220,21 @@ def _convolution(c: Call) -> Lazy:
     conv = _Conv(groups, in_per_group, out_per_group, _conv_axes(c, x, w, transposed), transposed)
     bias = None if c.args.get("bias") is None else float_operand(c, "bias")
     box = (in_per_group,) + w.shape[2:]
+    oc_varies = w.shape[0] > 1
 
     def at(idx: Index) -> z3.ExprRef:
         b, oc, out = idx[0], idx[1], tuple(idx[2:])
         g = conv.group(oc)
 
-        def term(cs: Coords) -> z3.ExprRef:
+        def term(m: z3.BitVecRef, cs: Coords) -> z3.ExprRef:
             icg, ks = cs[0], cs[1:]
             positions, tests = conv.taps(out, ks)
             ic = conv.channel(g, icg)
             if transposed:
                 ocg = oc if groups == 1 else bv(0) if out_per_group == 1 else z3.URem(oc, bv(out_per_group))
                 weight = w.at((ic, ocg) + ks)
-            else:
-                weight = w.at((oc, icg) + ks)
+            else:   # (icg, k..) is the weight's row-major tail: its flat index is oc * |box| + m
+                weight = w.flat(_scaled(oc, math.prod(box)) + m if oc_varies else m)
             return _guarded(tests, x.at((b, ic) + positions) * weight)
         total = _box_sum(c.node, box, term)
         return total if bias is None else total + bias.at((oc,))
@@ -323,7 +325,7 @@ def _avg_pool(n: int) -> Callable[[Call], Lazy]:
         def at(idx: Index) -> z3.ExprRef:
             lead, out = tuple(idx[:-n]), tuple(idx[-n:])
 
-            def element(ks: Coords) -> z3.ExprRef:
+            def element(m: z3.BitVecRef, ks: Coords) -> z3.ExprRef:
                 positions = [a.position(o, k) for a, o, k in zip(axes, out, ks, strict=True)]
                 tests = [a.inside(p) for a, p in zip(axes, positions, strict=True) if not a.always_inside()]
                 return _guarded(tests, x.at(lead + tuple(positions)))
