@@ -24,11 +24,16 @@ from tests.test_torch_reductions import _direct_graph, _Evaluator, _instantiate,
 
 
 class _WindowEvaluator(_Evaluator):
-    """The reductions' exact evaluator, also reading a count converted to a real (avg pooling's divisor)."""
+    """The reductions' exact evaluator, also reading a count converted to a real (avg pooling's divisor) and
+    tests on indices (a padding's bounds), which z3 decides on the concrete index."""
 
     def _value(self, t: z3.ExprRef) -> object:
         if z3.is_app_of(t, z3.Z3_OP_BV2INT):
             return mpmath.mpf(self.index(t.arg(0)))
+        if z3.is_bool(t) and all(z3.is_bv(c) for c in t.children()) and t.num_args():
+            decided = z3.simplify(t)
+            assert z3.is_true(decided) or z3.is_false(decided), f"test {t} is not concrete"
+            return z3.is_true(decided)
         return super()._value(t)
 
 
@@ -68,6 +73,10 @@ DIFFERENTIAL = {
         ("avg2d_no_pad_count", "F.avg_pool2d(z, 3, 1, 1, count_include_pad=False)"),
         ("avg3d_override", "F.avg_pool3d(v, 2, divisor_override=3)"),
         ("avg3d_no_pad_count", "F.avg_pool3d(v, 3, 2, 1, count_include_pad=False)"),
+    ]),
+    "pad": ("z", "torch.randn(1, 2, 5, 6)", "self.same = nn.Conv2d(2, 3, (2, 3), padding='same')", [
+        ("conv_same_even_kernel", "self.same(z)"), ("pad_value", "F.pad(z, (1, 2, 0, 1), value=0.5)"),
+        ("pad_leading_dims", "F.pad(z, (0, 0, 2, 0, 1, 1))"),
     ]),
 }
 DIFF_CASES = [(group, i, name) for group, (*_, exprs) in DIFFERENTIAL.items() for i, (name, _) in enumerate(exprs)]
@@ -214,6 +223,12 @@ def test_a_shape_torch_did_not_compute_is_not_guessed():
     _unsupported(_edited(graph, "ceil_mode", True), "the parameters give shape")   # 4 positions, torch said 3
     graph, _, _ = _direct_graph("aten.convolution.default", {**DIRECT[2][1], "padding": [1]}, _values())
     _unsupported(_edited(graph, "dilation", [2]), "the parameters give shape")
+
+
+def test_a_cropping_pad_is_not_modelled():
+    graph, _, _ = _direct_graph("aten.constant_pad_nd.default", {"self": "x", "pad": [1, 1], "value": 0.0},
+                                _values())
+    _unsupported(_edited(graph, "pad", [-1, 1]), "constant padding")
 
 
 def test_table_names_real_aten_overloads():

@@ -375,6 +375,8 @@ OPS: dict[str, Op] = {
                      "aten.copy.default"], _same),
     "aten.slice.Tensor": lambda c: lazy.slice_dim(c.tensor("self"), c.args["dim"], c.args["start"],
                                                   c.args["end"], c.args["step"]),
+    "aten.constant_pad_nd.default": lambda c: lazy.pad(c.tensor("self"), c.args["pad"],
+                                                       c.const(c.args.get("value", 0), c.dtype)),
     "aten.select.int": lambda c: lazy.select(c.tensor("self"), c.args["dim"], c.args["index"]),
     "aten.cat.default": lambda c: lazy.cat(c.args["tensors"], c.args["dim"]),
     "aten.full.default": _fill("fill_value"),
