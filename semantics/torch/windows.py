@@ -6,8 +6,9 @@ i*s - p + k*d = o). Conventions the kernel side relies on:
 
 * One comprehension per element, over the flattened box of reduced coordinates, the first one outermost
   (row-major, size-1 coordinates left out, as `lazy.unflatten` does): a convolution sums over
-  (input channel of the group, k_1, .., k_n), a pooling over (k_1, .., k_n). A box of one element is no
-  comprehension: its coordinates are the constant 0.
+  (input channel of the group, k_1, .., k_n), a pooling over (k_1, .., k_n). A box of fewer than
+  SMALL_WINDOW (8) elements is no comprehension but its terms written out in that order (a sum, or a
+  max tree folded from the first), with constant coordinates: kernels unroll such windows.
 * Convolution (zero padding): Σ_m x[b, g*ICG + icg, pos] * w[oc, icg, k] (+ bias[oc]), g = oc / OCG the
   group of the output channel, the weight read at its flat index oc*|box| + m (affine in m, which is
   how a reindexing is found); a transposed one reads w[g*ICG + icg, oc % OCG, k]. A term whose input
@@ -117,23 +118,45 @@ def _spatial(c: Call, name: str, n: int, default: Sequence[int] | None = None) -
     return tuple(values)
 
 
+SMALL_WINDOW = 8   # a box of fewer elements is written out: a kernel unrolls such a window (nvcc does for a
+                   # constant trip count), and its sum of a few terms is then compared term by term
+
+
+def _corners(sizes: Sequence[int]) -> list[tuple[int, Coords]]:
+    """(m, coordinates of m) for every m of a small box, the coordinates as constants."""
+    out = []
+    for m in range(math.prod(sizes)):
+        coords, rest = [], m
+        for n in reversed(sizes):
+            coords.append(rest % n)
+            rest //= n
+        out.append((m, tuple(bv(c) for c in reversed(coords))))
+    return out
+
+
 def _box_sum(node: str, sizes: Sequence[int], body: Callable[[z3.BitVecRef, Coords], z3.ExprRef]) -> z3.ExprRef:
-    """Σ_m over the flattened box `sizes` (first coordinate outermost) of body(m, coordinates of m)."""
+    """Σ_m over the flattened box `sizes` (first coordinate outermost) of body(m, coordinates of m); a box of
+    fewer than SMALL_WINDOW elements as the sum of its terms in that order."""
     total = math.prod(sizes)
-    if total == 1:
-        return body(bv(0), tuple(bv(0) for _ in sizes))
+    if total < SMALL_WINDOW:
+        terms = [body(bv(m), coords) for m, coords in _corners(sizes)]
+        return terms[0] if total == 1 else z3.Sum(terms)
     m = z3.BitVec(f"{node}!w", 64)
     return sum_over(0, total, m, body(m, tuple(unflatten(m, sizes))))
 
 
 def _box_max(node: str, sizes: Sequence[int], body: Callable[[Coords], z3.ExprRef]) -> z3.ExprRef:
-    """max over the flattened box: MaxFrom(body at 0, 1, n, λm. body at m)."""
-    first = body(tuple(bv(0) for _ in sizes))
+    """max over the flattened box: MaxFrom(body at 0, 1, n, λm. body at m); a box of fewer than
+    SMALL_WINDOW elements as the tree If(a >= b, a, b) folded from the first element."""
     total = math.prod(sizes)
-    if total == 1:
-        return first
+    if total < SMALL_WINDOW:
+        terms = [body(coords) for _, coords in _corners(sizes)]
+        best = terms[0]
+        for t in terms[1:]:
+            best = z3.If(best >= t, best, t)
+        return best
     m = z3.BitVec(f"{node}!w", 64)
-    return max_over(first, 1, total, m, body(tuple(unflatten(m, sizes))))
+    return max_over(body(tuple(bv(0) for _ in sizes)), 1, total, m, body(tuple(unflatten(m, sizes))))
 
 
 def _guarded(tests: list[z3.BoolRef], term: z3.ExprRef) -> z3.ExprRef:
