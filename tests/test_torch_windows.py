@@ -16,7 +16,8 @@ import pytest
 import torch
 import z3
 
-from semantics.comprehension import SUM, sum_over
+from semantics.comprehension import SUM, is_comprehension, sum_over
+from semantics.terms import subterms
 from semantics.torch.capture import RefGraph, capture_references
 from semantics.torch.ops import RefEnv, Unsupported, reference_outputs
 from semantics.torch.windows import WINDOW_OPS
@@ -145,6 +146,25 @@ def test_convolution_is_one_sum_over_channels_then_taps(graphs):
     assert _proved(term == expected, 48)
     wrong = sum_over(0, 12, M, x(b * 40 + ic * 10 + o + k) * w(oc * 12 + k * 4 + ic))   # taps outermost
     assert not _proved(term == wrong, 48)
+
+
+@pytest.mark.parametrize("target, args, comprehension", [
+    ("aten.max_pool1d_with_indices.default", {"self": "x", "kernel_size": [7], "stride": [1], "padding": [0],
+                                              "dilation": [1], "ceil_mode": False}, False),
+    ("aten.max_pool1d_with_indices.default", {"self": "x", "kernel_size": [8], "stride": [1], "padding": [0],
+                                              "dilation": [1], "ceil_mode": False}, True),
+    ("aten.convolution.default", {"input": "x", "weight": "w1", "bias": None, "stride": [1], "padding": [0],
+                                  "dilation": [1], "transposed": False, "output_padding": [0], "groups": 3}, False),
+])
+def test_a_small_window_is_written_out(target, args, comprehension):
+    """Below SMALL_WINDOW (8) taps the element is the terms themselves (what an unrolled kernel computes);
+    from 8 on it is one comprehension."""
+    values = _values()
+    values["w1"] = values["w1"][:3, :1]       # 3 groups of 1 channel: 3 taps per output
+    graph, inputs, _ = _direct_graph(target, args, values)
+    decls = {f"input:{i}": _real_fn(f"In{i}") for i in range(len(inputs))}
+    term = reference_outputs(graph, RefEnv(decls, {}))[0](z3.BitVecVal(5, 64))
+    assert any(is_comprehension(t) for t in subterms(term)) is comprehension
 
 
 def test_reflect_padding_is_not_modelled(graphs):
