@@ -88,6 +88,8 @@ class Evaluator:
         return result
 
     def _value(self, term: z3.ExprRef) -> object:
+        if z3.is_bv(term) and _has_reals(term):
+            term = self._decide_real_tests(term)
         if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
             v = self.model.eval(self._with_integer_reads(term), model_completion=True)
             return v.as_long() if z3.is_bv_value(v) else z3.is_true(v)
@@ -129,6 +131,13 @@ class Evaluator:
             self.reads[key] = v - (1 << width) if v >> (width - 1) else v
             pairs.append((t, z3.BitVecVal(v, width)))
         return z3.substitute(term, *pairs) if pairs else term
+
+    def _decide_real_tests(self, term: z3.BitVecRef) -> z3.BitVecRef:
+        """A bit-vector term that depends on reals only through comparisons of reals (an integer `selp` on a
+        float test): each comparison decided here, on exact reals, so that the model (which knows nothing
+        of exp or ln 2) only evaluates bit-vector operations."""
+        tests = [t for t in subterms(term) if _real_test(t)]
+        return z3.substitute(term, *[(t, z3.BoolVal(bool(self.value(t)))) for t in tests]) if tests else term
 
     def _comprehension(self, term: z3.ExprRef) -> object:
         """Expand a Sum/Prod/MaxFrom/MinFrom with concrete bounds, term by term (witnesses have concrete threads);
@@ -256,6 +265,10 @@ def _number_fraction(v: z3.ExprRef) -> Fraction:
 def _number(v: z3.ExprRef) -> object:
     frac = _number_fraction(v)
     return mpmath.mpf(frac.numerator) / frac.denominator
+
+
+def _real_test(t: z3.ExprRef) -> bool:
+    return z3.is_bool(t) and z3.is_app(t) and any(z3.is_real(c) for c in t.children())
 
 
 def _has_reals(term: z3.ExprRef) -> bool:

@@ -35,6 +35,7 @@ INT_BINARY = ["add.s32", "sub.s32", "and.b32", "or.b32", "xor.b32", "min.s32", "
               "mul.lo.s32", "mul.hi.s32", "mul.hi.u32", "div.s32", "div.u32", "rem.s32", "rem.u32"]
 INT_UNARY = ["neg.s32", "not.b32", "abs.s32"]
 SHIFTS = ["shl.b32", "shr.u32", "shr.s32", "shr.b32"]
+BIT_FIELD_OPERANDS = (0, 1, 4, 8, 16, 31, 32, 33, 60, 64, 255, 256, 300)   # pos / len, masked to 0..255
 INT_COMPARES = ["eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs"]
 FLOAT_BINARY = ["add.f32", "sub.f32", "mul.f32", "div.rn.f32", "min.f32", "max.f32", "add.rn.f32", "mul.rz.f32"]
 FLOAT_UNARY = ["neg.f32", "abs.f32", "rcp.approx.f32", "ex2.approx.f32", "tanh.approx.f32", "sin.approx.f32",
@@ -102,6 +103,8 @@ class _Gen:
             op, d = rng.choice(SHIFTS), self.dst("r")
             amount = str(rng.choice((0, 1, 5, 31, 32, 40))) if rng.random() < 0.5 else self.src("r")
             self.emit(f"{op} {d}, {self.src('r')}, {amount}", "r", d)
+        elif choice < 0.39:
+            self.bit_field_insert()
         elif choice < 0.42:
             d = self.dst("p")
             ty = rng.choice(("s32", "u32", "b32"))
@@ -145,6 +148,16 @@ class _Gen:
         else:
             d = self.dst("f")
             self.emit(f"copysign.f32 {d}, {self.src('f')}, {self.src('f')}", "f", d)
+
+    def bit_field_insert(self) -> None:
+        """bfi.b32 on 32-bit registers or bfi.b64 on 64-bit ones; pos and len (.u32) are registers or
+        literals around the clamping edges (past the msb, 0xff mask)."""
+        kind = "rd" if self.defined["rd"] and self.rng.random() < 0.4 else "r"
+        d = self.dst(kind)
+        pos, length = (str(self.rng.choice(BIT_FIELD_OPERANDS)) if self.rng.random() < 0.6 else self.src("r")
+                       for _ in range(2))
+        width = 64 if kind == "rd" else 32
+        self.emit(f"bfi.b{width} {d}, {self.src(kind)}, {self.src(kind)}, {pos}, {length}", kind, d)
 
     def float_operand(self) -> str:
         if self.rng.random() < 0.2:

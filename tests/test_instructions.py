@@ -9,7 +9,10 @@ from fractions import Fraction
 import pytest
 import z3
 
+from semantics.concrete import SparseBuffer, run_blocks
 from semantics.errors import Unsupported
+from semantics.ptx.machine import Buffer, Launch
+from semantics.ptx.parser import parse_ptx
 from tests.ptx_helpers import run_alu, value
 
 M32 = (1 << 32) - 1
@@ -159,3 +162,64 @@ def test_unmodelled_forms_are_refused(ins):
 def test_float_bits_in_integer_arithmetic_are_refused():
     with pytest.raises(Unsupported, match="float bits"):
         run_alu("and.b32 %r2, %r1, 2147483647;", {"%r1": z3.Real("x")})
+
+
+M64 = (1 << 64) - 1
+
+
+BIT_FIELD_CASES = [
+    (32, 0xF, 0, 4, 4, 0xF0),
+    (32, 0xFF, 0x12345678, 8, 4, 0x12345F78),                 # only len bits of a
+    (32, 0xAB, 0xFFFFFFFF, 0, 0, 0xFFFFFFFF),                 # len 0: b
+    (32, 0xFF, 0x0, 28, 8, 0xF0000000),                       # bits past the msb are dropped
+    (32, 0x1, 0x0, 32, 1, 0),                                 # pos past the msb: b
+    (32, 0xFFFFFFFF, 0x0, 0, 40, M32),                        # len >= width: every bit from pos
+    (32, 0x3, 0x0, 0x104, 0x102, 0x30),                       # pos, len masked to 0..255
+    (64, 0xF, 0x1, 60, 8, 0xF000000000000001),
+    (64, M64, 0, 3, 255, M64 & ~0x7),
+]
+
+
+@pytest.mark.parametrize("width, a, b, pos, length, expected", BIT_FIELD_CASES)
+def test_bit_field_insert(width, a, b, pos, length, expected):
+    r = "%rd" if width == 64 else "%r"
+    state = run_alu(f"bfi.b{width} {r}3, {r}1, {r}2, %r5, %r6;",
+                    {f"{r}1": bv(a, width), f"{r}2": bv(b, width), "%r5": bv(pos), "%r6": bv(length)})
+    assert value(state, f"{r}3") == expected
+
+
+BFI_KERNEL = """.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry t(.param .u64 pa, .param .u64 pc, .param .u64 pz)
+{{
+.reg .b32 %r<8>;
+.reg .b64 %rd<8>;
+ld.param.u64 %rd1, [pa];
+ld.param.u64 %rd2, [pc];
+ld.param.u64 %rd3, [pz];
+ld.global.u64 %rd4, [%rd1];
+ld.global.u64 %rd5, [%rd1+8];
+ld.global.u32 %r1, [%rd2];
+ld.global.u32 %r2, [%rd2+4];
+{body}
+st.global.u64 [%rd3], %rd6;
+ret;
+}}
+"""
+BFI_BODIES = {
+    32: "cvt.u32.u64 %r3, %rd4;\ncvt.u32.u64 %r4, %rd5;\nbfi.b32 %r5, %r3, %r4, %r1, %r2;\ncvt.u64.u32 %rd6, %r5;",
+    64: "bfi.b64 %rd6, %rd4, %rd5, %r1, %r2;",
+}
+
+
+@pytest.mark.parametrize("width, a, b, pos, length, expected", BIT_FIELD_CASES)
+def test_bit_field_insert_in_the_concrete_interpreter(width, a, b, pos, length, expected):
+    """The interpreter's bfi (written from the ISA's bit loop, apart from the symbolic row) on the same cases."""
+    kernel = parse_ptx(BFI_KERNEL.format(body=BFI_BODIES[width])).kernels["t"]
+    buffers = [Buffer("a", "int64", 2, 8, "input"), Buffer("c", "int32", 2, 4, "input"),
+               Buffer("z", "int64", 1, 8, "output")]
+    contents = {"a": SparseBuffer(buffers[0], {0: a, 1: b}), "c": SparseBuffer(buffers[1], {0: pos, 1: length}),
+                "z": SparseBuffer(buffers[2])}
+    result = run_blocks(kernel, Launch((1, 1, 1), (1, 1, 1)), buffers, contents, [(0, 0, 0)])
+    assert result.completed and result.written["z"][0] == expected

@@ -42,7 +42,11 @@ def _add(a: Linear, b: Linear) -> Linear:
 
 
 def linearize(term: z3.ExprRef) -> Linear | None:
-    """term as Σ c·v + c0 over integers, ignoring wrap-around (the checker does not)."""
+    """term as Σ c·v + c0 over integers, ignoring wrap-around (the checker does not). A comprehension's
+    bound variable (a de Bruijn index inside its body: a convolution's window coordinate m / K) is no
+    atom: it has no name outside its binder."""
+    if z3.is_var(term):
+        return None
     if z3.is_bv_value(term):
         return {}, _signed(term.as_long(), term.size())
     if z3.is_const(term):

@@ -358,6 +358,34 @@ def shift(p, ins: Instr, nxt: int) -> Step:
     return step
 
 
+def _insert_bits(a: int, b: int, pos: int, length: int, msb: int) -> int:
+    """The PTX ISA's bfi loop: f = b; for i < len while pos + i <= msb: f[pos + i] = a[i]."""
+    f = b
+    for i in range(length):
+        if pos + i > msb:
+            break
+        bit = 1 << (pos + i)
+        f = (f | bit) if (a >> i) & 1 else (f & ~bit)
+    return f
+
+
+def bfi(p, ins: Instr, nxt: int) -> Step:
+    """bfi.b32 / bfi.b64 f, a, b, c, d: bit field insert, pos = c & 0xff and len = d & 0xff (c, d .u32)."""
+    check_modifiers(ins, frozenset())
+    ty = one_type(ins)
+    if ty.name not in (".b32", ".b64"):
+        raise Unsupported(f"`bfi{ty.name}`")
+    msb, u32 = ty.bits - 1, TYPES[".u32"]
+    put = writer(p.regs, ins.operands[0], ty)
+    ga, gb, gc, gd = (int_reader(p.regs, op, t) for op, t in zip(ins.operands[1:], (ty, ty, u32, u32), strict=True))
+
+    def step(t) -> int:
+        r = t.regs
+        put(r, _insert_bits(ga(r), gb(r), gc(r) & 0xFF, gd(r) & 0xFF, msb))
+        return nxt
+    return step
+
+
 def setp(p, ins: Instr, nxt: int) -> Step:
     """setp.cmp[.bool].type p[|q], a, b[, c]."""
     ty = one_type(ins)
@@ -500,7 +528,7 @@ ALU: dict[str, Callable] = {
     "mad": mad, "fma": mad,
     "neg": unary, "not": unary, "abs": unary, "rcp": unary, "sqrt": unary, "rsqrt": unary,
     "ex2": unary, "lg2": unary, "tanh": unary, "sin": unary, "cos": unary,
-    "shl": shift, "shr": shift,
+    "shl": shift, "shr": shift, "bfi": bfi,
     "setp": setp, "selp": selp, "mov": mov, "cvt": cvt, "copysign": copysign,
     "lark.ideal": ideal_call,
 }

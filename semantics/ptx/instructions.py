@@ -297,6 +297,26 @@ def _shift(ex: ThreadState, ins: Instr) -> None:
     ex.write(dst, value)
 
 
+def _bfi(ex: ThreadState, ins: Instr) -> None:
+    """bfi.b32 / bfi.b64 f, a, b, c, d (PTX ISA, bit field insert): f is b with bits pos .. pos+len-1
+    replaced by the low len bits of a, where pos = c & 0xff and len = d & 0xff (c, d are .u32). Bits past
+    the msb are not written: len = 0 or pos > msb gives b. As masks: field = ((1 << len) - 1) << pos, a
+    bit-vector shift by the width or more giving 0 (so len >= width makes all ones, pos >= width none)."""
+    check_modifiers(ins, frozenset())
+    ty = one_type(ins)
+    if ty.name not in (".b32", ".b64"):
+        raise Unsupported(f"`bfi{ty.name}`", f"line {ins.line}")
+    dst, a_op, b_op, c_op, d_op = ins.operands
+    u32 = PtxType(".u32", "unsigned", 32)
+    pos, length = (ex.read(op, u32) & 0xFF for op in (c_op, d_op))
+    if ty.bits > 32:
+        pos, length = z3.ZeroExt(ty.bits - 32, pos), z3.ZeroExt(ty.bits - 32, length)
+    one = z3.BitVecVal(1, ty.bits)
+    field = ((one << length) - one) << pos
+    a, b = ex.read(a_op, ty), ex.read(b_op, ty)
+    ex.write(dst, (b & ~field) | ((a << pos) & field))
+
+
 def _setp(ex: ThreadState, ins: Instr) -> None:
     """setp.cmp[.bool].type p[|q], a, b[, c]: compare, optionally combine with predicate c."""
     ty = one_type(ins)
@@ -400,7 +420,7 @@ ALU: dict[str, Callable[[ThreadState, Instr], None]] = {
     "mad": _mad, "fma": _mad,
     "neg": _unary, "not": _unary, "abs": _unary, "rcp": _unary, "sqrt": _unary, "rsqrt": _unary,
     "ex2": _unary, "lg2": _unary, "tanh": _unary, "sin": _unary, "cos": _unary,
-    "shl": _shift, "shr": _shift,
+    "shl": _shift, "shr": _shift, "bfi": _bfi,
     "setp": _setp, "selp": _selp, "mov": _mov, "cvt": _cvt, "copysign": _copysign,
 }
 

@@ -262,6 +262,29 @@ def slice_dim(t: Lazy, dim: int, start: int | None, end: int | None, step: int) 
     return Lazy.of(shape, t.dtype, at)
 
 
+def pad(t: Lazy, widths: Sequence[int], fill: z3.ExprRef) -> Lazy:
+    """constant_pad_nd: `widths` holds (before, after) pairs from the last dim backwards, each >= 0; an
+    index i of a padded dim reads t at i - before when that is inside t, else `fill`. (A negative width
+    crops, a slice: not modelled here.)"""
+    if len(widths) % 2 or len(widths) // 2 > len(t.shape) or any(w < 0 for w in widths):
+        raise Unsupported(f"constant padding {list(widths)} of shape {list(t.shape)}")
+    before = {len(t.shape) - 1 - k: widths[2 * k] for k in range(len(widths) // 2)}
+    after = {len(t.shape) - 1 - k: widths[2 * k + 1] for k in range(len(widths) // 2)}
+    shape = tuple(n + before.get(d, 0) + after.get(d, 0) for d, n in enumerate(t.shape))
+
+    def at(idx: Index) -> z3.ExprRef:
+        inner, tests = [], []
+        for d, i in enumerate(idx):
+            if before.get(d, 0) or after.get(d, 0):
+                i = _shift(i, -before.get(d, 0))
+                tests.append(z3.ULT(i, bv(t.shape[d])))   # below 0 it wraps, so one test covers both ends
+            inner.append(i)
+        value = t.at(tuple(inner))
+        return z3.If(z3.And(tests), value, fill) if tests else value
+
+    return Lazy.of(shape, t.dtype, at)
+
+
 def select(t: Lazy, dim: int, index: int) -> Lazy:
     dim %= len(t.shape)
     index %= t.shape[dim]

@@ -32,6 +32,7 @@ from semantics.torch.gathers import GATHER_OPS
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
 from semantics.torch.lazy import Lazy, Missing, Unsupported
 from semantics.torch.reductions import REDUCTION_OPS
+from semantics.torch.windows import WINDOW_OPS
 
 __all__ = ["OPS", "RefEnv", "Unsupported", "reference_outputs"]
 
@@ -377,6 +378,8 @@ OPS: dict[str, Op] = {
                      "aten.copy.default"], _same),
     "aten.slice.Tensor": lambda c: lazy.slice_dim(c.tensor("self"), c.args["dim"], c.args["start"],
                                                   c.args["end"], c.args["step"]),
+    "aten.constant_pad_nd.default": lambda c: lazy.pad(c.tensor("self"), c.args["pad"],
+                                                       c.const(c.args.get("value", 0), c.dtype)),
     "aten.select.int": lambda c: lazy.select(c.tensor("self"), c.args["dim"], c.args["index"]),
     "aten.cat.default": lambda c: lazy.cat(c.args["tensors"], c.args["dim"]),
     "aten.full.default": _fill("fill_value"),
@@ -443,6 +446,8 @@ OPS: dict[str, Op] = {
     **REDUCTION_OPS,
     # elements picked by indices read from a tensor (semantics/torch/gathers.py)
     **GATHER_OPS,
+    # convolution and pooling (semantics/torch/windows.py)
+    **WINDOW_OPS,
 }
 
 

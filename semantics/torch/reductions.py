@@ -41,7 +41,7 @@ from semantics.torch.lazy import Index, Lazy, Missing, Unsupported, bv
 if TYPE_CHECKING:
     from semantics.torch.ops import Call
 
-__all__ = ["REDUCTION_OPS"]
+__all__ = ["REDUCTION_OPS", "float_operand"]
 
 Coords = tuple[z3.BitVecRef, ...]
 Body = Callable[[Coords], z3.ExprRef]
@@ -169,7 +169,7 @@ class Along:
         return _div(self.total(c, tags[1], x, out, lambda v: _square(v - m)), divisor)
 
 
-def _float_operand(c: Call, name: str = "self") -> Lazy:
+def float_operand(c: Call, name: str = "self") -> Lazy:
     """A tensor argument as a tensor of the (float) result dtype, converted elementwise; an integer or bool
     result is not modelled (sums, maxima and means are over reals)."""
     if c.dtype not in FLOAT_DTYPES:
@@ -185,13 +185,13 @@ def _stat(shape: Sequence[int], dtype: str, fn: Callable[[Index], z3.ExprRef]) -
 # ---- sum, mean, max, min, var, std, norms, any/all ---------------------------------------------------
 
 def _sum(c: Call) -> Lazy:
-    x = _float_operand(c)
+    x = float_operand(c)
     along = Along.of(c.target, x.shape, c.args.get("dim"), c.args.get("keepdim", False))
     return _stat(along.out_shape, c.dtype, lambda idx: along.total(c, "r", x, idx))
 
 
 def _mean(c: Call) -> Lazy:
-    x = _float_operand(c)
+    x = float_operand(c)
     along = Along.of(c.target, x.shape, c.args.get("dim"), c.args.get("keepdim", False))
     return _stat(along.out_shape, c.dtype, lambda idx: along.mean(c, "r", x, idx))
 
@@ -200,7 +200,7 @@ def _extreme(which: str, indices: bool = False) -> Callable[[Call], Any]:
     """amax/amin (dims, keepdim), max.default/min.default (all dims), and max.dim/min.dim, whose second
     result (the indices) is not modelled."""
     def op(c: Call) -> Any:
-        x = _float_operand(c)
+        x = float_operand(c)
         along = Along.of(c.target, x.shape, c.args.get("dim"), c.args.get("keepdim", False))
         values = _stat(along.out_shape, c.dtype, lambda idx: along.extreme(c, which, "r", x, idx))
         return (values, Missing(f"{c.target}: the indices result is not modelled")) if indices else values
@@ -225,7 +225,7 @@ def _divisor(c: Call, along: Along) -> Fraction:
 def _var(result: str) -> Callable[[Call], Any]:
     """var / std (result 'var', 'std'), var_mean / std_mean ('var_mean', 'std_mean': (var or std, mean))."""
     def op(c: Call) -> Any:
-        x = _float_operand(c)
+        x = float_operand(c)
         along = Along.of(c.target, x.shape, c.args.get("dim"), c.args.get("keepdim", False))
         divisor = _divisor(c, along)
 
@@ -241,7 +241,7 @@ def _var(result: str) -> Callable[[Call], Any]:
 
 def _vector_norm(c: Call) -> Lazy:
     """linalg_vector_norm for ord 1, 2, inf, -inf."""
-    x = _float_operand(c)
+    x = float_operand(c)
     along = Along.of(c.target, x.shape, c.args.get("dim"), c.args.get("keepdim", False))
     order = c.args["ord"]
     if order == 2:
@@ -311,19 +311,19 @@ def _product(c: Call, a: Lazy, b: Lazy, rank: int) -> Lazy:
 
 def _mm(rank: int) -> Callable[[Call], Lazy]:
     def op(c: Call) -> Lazy:
-        return _product(c, _float_operand(c, "self"), _float_operand(c, "mat2"), rank)
+        return _product(c, float_operand(c, "self"), float_operand(c, "mat2"), rank)
     return op
 
 
 def _addmm(names: tuple[str, str], rank: int) -> Callable[[Call], Lazy]:
     """addmm (mat1, mat2) / baddbmm (batch1, batch2): alpha * (a @ b) + beta * self."""
     def op(c: Call) -> Lazy:
-        prod = _product(c, _float_operand(c, names[0]), _float_operand(c, names[1]), rank)
+        prod = _product(c, float_operand(c, names[0]), float_operand(c, names[1]), rank)
         beta, alpha = c.args.get("beta", 1), c.args.get("alpha", 1)
         k_beta, k_alpha = c.const(beta, c.dtype), c.const(alpha, c.dtype)
         if beta == 0:
             return Lazy.of(prod.shape, c.dtype, lambda idx: prod.at(idx) if alpha == 1 else k_alpha * prod.at(idx))
-        bias = lazy.expand(_float_operand(c, "self"), prod.shape)
+        bias = lazy.expand(float_operand(c, "self"), prod.shape)
 
         def at(idx: Index) -> z3.ExprRef:
             p = prod.at(idx) if alpha == 1 else k_alpha * prod.at(idx)
@@ -333,7 +333,7 @@ def _addmm(names: tuple[str, str], rank: int) -> Callable[[Call], Lazy]:
 
 
 def _mv(c: Call) -> Lazy:
-    a, v = _float_operand(c, "self"), _float_operand(c, "vec")
+    a, v = float_operand(c, "self"), float_operand(c, "vec")
     if len(a.shape) != 2 or v.shape != a.shape[1:] or a.shape[1] == 0:
         raise Unsupported(f"{c.target} of shapes {list(a.shape)} and {list(v.shape)}")
     return Lazy.of(a.shape[:1], c.dtype, lambda idx: _contract(
@@ -341,7 +341,7 @@ def _mv(c: Call) -> Lazy:
 
 
 def _dot(c: Call) -> Lazy:
-    a, b = _float_operand(c, "self"), _float_operand(c, "tensor")
+    a, b = float_operand(c, "self"), float_operand(c, "tensor")
     if len(a.shape) != 1 or a.shape != b.shape or a.shape[0] == 0:
         raise Unsupported(f"{c.target} of shapes {list(a.shape)} and {list(b.shape)}")
     return Lazy.of((), c.dtype, lambda idx: _contract(c, a.shape[0], lambda ix, k: (a.at((k,)), b.at((k,))), idx))
@@ -353,7 +353,7 @@ def _scan(over: Callable[..., z3.ExprRef]) -> Callable[[Call], Lazy]:
     """cumsum (over = sum_over) / cumprod (prod_over): element i along dim is the comprehension over the
     prefix [0, i + 1); a 0-d tensor or a dim of size 1 is its own scan."""
     def op(c: Call) -> Lazy:
-        x = _float_operand(c)
+        x = float_operand(c)
         if not x.shape:
             return x
         dim = c.args["dim"] % len(x.shape)
@@ -371,7 +371,7 @@ def _scan(over: Callable[..., z3.ExprRef]) -> Callable[[Call], Lazy]:
 
 def _softmax(log: bool) -> Callable[[Call], Lazy]:
     def op(c: Call) -> Lazy:
-        x = _float_operand(c)
+        x = float_operand(c)
         along = Along.of(c.target, x.shape, c.args["dim"], True)
         exp, ln = ideal("exp"), ideal("log")
 
@@ -394,8 +394,8 @@ def _affine(c: Call, x: Lazy, stats: Callable[[Index], tuple[z3.ExprRef, z3.Expr
             where: Callable[[Index], Index]) -> Lazy:
     """(x - mean) * rstd [* weight] [+ bias], weight and bias read at where(idx)."""
     weight, bias = (c.args.get(n) for n in ("weight", "bias"))
-    w = None if weight is None else _float_operand(c, "weight")
-    b = None if bias is None else _float_operand(c, "bias")
+    w = None if weight is None else float_operand(c, "weight")
+    b = None if bias is None else float_operand(c, "bias")
 
     def at(idx: Index) -> z3.ExprRef:
         mean, rstd = stats(idx)
@@ -408,7 +408,7 @@ def _affine(c: Call, x: Lazy, stats: Callable[[Index], tuple[z3.ExprRef, z3.Expr
 
 def _layer_norm(c: Call) -> tuple[Lazy, Lazy, Lazy]:
     """native_layer_norm: (out, mean, rstd) over the trailing normalized_shape dims."""
-    x = _float_operand(c, "input")
+    x = float_operand(c, "input")
     norm = tuple(c.args["normalized_shape"])
     axis = len(x.shape) - len(norm)
     if axis < 0 or x.shape[axis:] != norm:
@@ -425,7 +425,7 @@ def _batch_norm(c: Call) -> tuple[Any, ...]:
     """_native_batch_norm_legit{,_functional,_no_training,.no_stats}: per channel (dim 1), batch statistics
     over every other dim in training, the running ones otherwise. Results: out, save_mean, save_rstd
     (training only), and the updated running statistics (not modelled)."""
-    x = _float_operand(c, "input")
+    x = float_operand(c, "input")
     if len(x.shape) < 2:
         raise Unsupported(f"{c.target} of shape {list(x.shape)}")
     training = c.args.get("training", c.target != "aten._native_batch_norm_legit_no_training.default")
@@ -441,7 +441,7 @@ def _batch_norm(c: Call) -> tuple[Any, ...]:
         return out, mean, rstd
     if c.args.get("running_mean") is None or c.args.get("running_var") is None:
         raise Unsupported(f"{c.target}: evaluation mode without running statistics")
-    rm, rv = _float_operand(c, "running_mean"), _float_operand(c, "running_var")
+    rm, rv = float_operand(c, "running_mean"), float_operand(c, "running_var")
     return (_affine(c, x, lambda idx: (rm.at(idx[1:2]), 1 / ideal("sqrt")(rv.at(idx[1:2]) + eps)),
                     lambda idx: idx[1:2]),)
 
@@ -449,7 +449,7 @@ def _batch_norm(c: Call) -> tuple[Any, ...]:
 def _group_norm(c: Call) -> tuple[Lazy, Lazy, Lazy]:
     """native_group_norm: (out, mean, rstd); group g holds channels g*C/G .. (g+1)*C/G - 1, statistics over
     those channels (outer) and all spatial dims."""
-    x = _float_operand(c, "input")
+    x = float_operand(c, "input")
     n, channels, groups = c.args["N"], c.args["C"], c.args["group"]
     if len(x.shape) < 2 or x.shape[:2] != (n, channels) or groups <= 0 or channels % groups:
         raise Unsupported(f"{c.target}: {groups} groups of shape {list(x.shape)}")
