@@ -23,6 +23,7 @@ from lean_pool.cache import DiskLemmaStore
 from lean_pool.cancel import CURRENT, CancelToken
 from lean_pool.checker import Checker, Z3Checker
 from lean_pool.stack import assemble
+from orchestrator import metrics
 from orchestrator.certificate import NoCertificate, write_certificate, write_witness
 from orchestrator.deadline import DeadlinePassed, within
 from orchestrator.explain import annotate
@@ -151,6 +152,7 @@ def run_verify(manifest: Path, timeout_s: float, events: EventSink | None = None
     for finding in result.findings:
         reporter.emit(COUNTEREXAMPLE, finding)
     reporter.emit(VERDICT, {"result": result.to_json()})
+    metrics.record_job(result)
     return result
 
 

@@ -199,6 +199,11 @@ class JobStore:
                           (job_id, after))
         return [(seq, kind, json.loads(data)) for seq, kind, data in rows]
 
+    def queued(self) -> int:
+        """How many jobs wait for a worker (the service's queue depth)."""
+        ((count,),) = self._read("SELECT count(*) FROM jobs WHERE state = ?", (QUEUED_STATE,))
+        return count
+
     def claim(self) -> str | None:
         """Take the oldest queued job for a worker (it becomes running), or None."""
         def take(db: sqlite3.Connection) -> str | None:

@@ -24,6 +24,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 import protos
+from orchestrator import metrics
 from orchestrator.cert_check import run_check
 from orchestrator.cert_schema import SOLVERS
 from orchestrator.job import COUNTEREXAMPLE, GOAL, MANIFEST, QUEUED, STAGE, VERDICT, Sources
@@ -220,6 +221,7 @@ def serve(host: str = "127.0.0.1", port: int = 50051, workers: int = 1, db: Path
         raise ValueError(f"binding {host} (not loopback) needs a bearer token (--token or $LARK_TOKEN)")
     store = JobStore(db)
     store.recover()
+    metrics.watch_queue(store.queued)
     fleet = None
     if address:
         from actors.service import start_fleet

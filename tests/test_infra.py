@@ -71,3 +71,21 @@ def test_the_documented_batch_commands_are_accepted(tmp_path):
     assert commands
     for command in commands:
         accepts(command, tmp_path)
+
+
+def test_the_kuberay_manifest_runs_lark_serve_on_the_cluster(tmp_path):
+    """The service's Deployment runs the lark image with a `lark serve` command line this CLI accepts, bound
+    off loopback with a token from a secret, its obligations on the RayCluster's head (`--address`)."""
+    docs = list(yaml.safe_load_all((INFRA / "kuberay.yaml").read_text()))
+    cluster = next(d for d in docs if d["kind"] == "RayCluster")
+    deployment = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == "lark-serve")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    head = cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    assert container["image"] == head["image"]
+    command = container["command"]
+    accepts(shlex.join(command), tmp_path)
+    assert command[command.index("--address") + 1] == f"{cluster['metadata']['name']}-head-svc:6379"
+    assert any(e["name"] == "LARK_TOKEN" and "secretKeyRef" in e.get("valueFrom", {}) for e in container["env"])
+    claims = {d["metadata"]["name"] for d in docs if d["kind"] == "PersistentVolumeClaim"}
+    volumes = deployment["spec"]["template"]["spec"]["volumes"]
+    assert {v["persistentVolumeClaim"]["claimName"] for v in volumes} <= claims

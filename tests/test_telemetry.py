@@ -81,3 +81,73 @@ def test_an_otlp_endpoint_turns_on_export(monkeypatch):
         provider = telemetry._provider
         telemetry.configure(None)
         provider.shutdown()     # nothing was recorded: nothing is sent
+
+
+# ---- metrics ------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def reader():
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from orchestrator import metrics
+
+    found = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[found])
+    metrics.configure(provider)
+    try:
+        yield found
+    finally:
+        metrics.configure(None)
+        provider.shutdown()
+
+
+def _points(reader) -> dict[str, list]:
+    data = reader.get_metrics_data()
+    return {m.name: list(m.data.data_points) for rm in data.resource_metrics for sm in rm.scope_metrics
+            for m in sm.metrics}
+
+
+def test_jobs_report_their_verdict_obligations_and_latency(reader):
+    verified = run_verify(EXAMPLES / "relu_64x64" / "lark.toml", 600.0)
+    refuted = run_verify(EXAMPLES / "grid_too_small" / "lark.toml", 600.0)
+    assert (verified.verdict, refuted.verdict) == ("verified", "refuted")
+    points = _points(reader)
+    jobs = {p.attributes["lark.verdict"]: p.value for p in points["lark.jobs"]}
+    assert jobs == {"verified": 1, "refuted": 1}
+    obligations = {p.attributes["lark.verdict"]: p.value for p in points["lark.obligations"]}
+    assert obligations["verified"] == verified.stats["obligations"] > 0
+    (latency,) = [p for p in points["lark.job.duration"] if p.attributes["lark.verdict"] == "verified"]
+    assert latency.count == 1 and latency.sum == pytest.approx(verified.stats["wall_seconds"])
+
+
+def test_the_service_reports_its_queue_depth(reader, tmp_path):
+    from orchestrator import metrics
+    from orchestrator.job import Sources
+    from orchestrator.jobs_db import JobStore, Request
+
+    store = JobStore(tmp_path / "jobs.db")
+    metrics.watch_queue(store.queued)
+    depths = []
+    for n in range(3):      # two jobs queued, then one taken by a worker
+        if n < 2:
+            store.submit(Request(Sources(f"t{n}", f'name = "t{n}"', {}), 60.0 + n, None))
+        else:
+            store.claim()
+        (depth,) = _points(reader)["lark.queue.depth"]
+        depths.append(depth.value)
+    assert depths == [1, 2, 1]
+    store.close()
+
+
+def test_without_configuration_no_metric_is_recorded(monkeypatch):
+    from orchestrator import metrics
+
+    monkeypatch.delenv("LARK_METRICS", raising=False)
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.setattr(metrics, "_configured", False)
+    assert metrics._get() is None
+    monkeypatch.setenv("LARK_METRICS", "console")
+    monkeypatch.setattr(metrics, "_configured", False)
+    assert set(metrics._get()) >= {"jobs", "obligations", "cache_hits", "llm_calls", "latency"}
+    metrics.configure(None)
