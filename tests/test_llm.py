@@ -219,6 +219,11 @@ def test_a_batch_routes_its_jobs_llm_calls_through_one_pool_and_keys_results_by_
     assert [o.result.verdict for o in outcomes] == ["verified", "verified"], [o.result.reason for o in outcomes]
     assert all(o.result.stats["llm_calls"] >= 1 for o in outcomes)
     assert server.in_flight_max == 1
+    with ScriptedServer(script) as again:       # the same batch once more: every goal was learned the first time
+        config = LLMConfig(again.base_url, "k", "batch", concurrency=1)
+        rerun = run_batch(manifests, State(tmp_path / "again.jsonl"), workers=2, timeout_s=TIMEOUT_S,
+                          show_progress=False, store=store, llm=config, rerun=True)
+    assert [o.result.verdict for o in rerun] == ["verified", "verified"] and not again.requests
     without = run_batch(manifests[:1], State(tmp_path / "plain.jsonl"), workers=1, timeout_s=TIMEOUT_S,
                         show_progress=False, store=store)
     assert without[0].result.verdict == "unknown" and not without[0].resumed
