@@ -21,9 +21,10 @@ import z3
 
 from semantics.axioms import IDEAL_FUNCTIONS, ideal
 from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, is_comprehension, max_over, prod_over, sum_over
-from semantics.torch.capture import RefGraph, capture_references
+from semantics.torch.capture import RefGraph
 from semantics.torch.ops import RefEnv, Unsupported, reference_outputs
 from semantics.torch.reductions import REDUCTION_OPS
+from tests.ref_graphs import capture_sources
 
 HEADER = "import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
 
@@ -129,14 +130,7 @@ def graphs(tmp_path_factory) -> dict[str, RefGraph]:
     directory = tmp_path_factory.mktemp("reductions")
     sources = dict(STRUCTURE)
     sources.update({f"diff_{group}": _group_source(group) for group in DIFFERENTIAL})
-    paths = []
-    for name, text in sources.items():
-        paths.append(directory / f"{name}.py")
-        paths[-1].write_text(text)
-    results = capture_references(paths, timeout_s=60)
-    for name, result in zip(sources, results, strict=True):
-        assert isinstance(result, RefGraph), f"{name}: {result}"
-    return dict(zip(sources, results, strict=True))
+    return capture_sources(directory, sources, 60)
 
 
 # ---- structure, proved -------------------------------------------------------------------------------

@@ -18,9 +18,10 @@ import z3
 
 from semantics.comprehension import SUM, is_comprehension, sum_over
 from semantics.terms import subterms
-from semantics.torch.capture import RefGraph, capture_references
+from semantics.torch.capture import RefGraph
 from semantics.torch.ops import RefEnv, Unsupported, reference_outputs
 from semantics.torch.windows import WINDOW_OPS
+from tests.ref_graphs import capture_sources
 from tests.test_torch_reductions import _direct_graph, _Evaluator, _instantiate, _model, _proved, _real_fn
 
 
@@ -99,14 +100,7 @@ def graphs(tmp_path_factory) -> dict[str, RefGraph]:
     directory = tmp_path_factory.mktemp("windows")
     sources = dict(STRUCTURE)
     sources.update({f"diff_{group}": _group_source(group) for group in DIFFERENTIAL})
-    paths = []
-    for name, text in sources.items():
-        paths.append(directory / f"{name}.py")
-        paths[-1].write_text(text)
-    results = capture_references(paths, timeout_s=120)
-    for name, result in zip(sources, results, strict=True):
-        assert isinstance(result, RefGraph), f"{name}: {result}"
-    return dict(zip(sources, results, strict=True))
+    return capture_sources(directory, sources, 120)
 
 
 @pytest.mark.parametrize("group, position, name", DIFF_CASES, ids=[c[2] for c in DIFF_CASES])
