@@ -140,7 +140,7 @@ def test_rerun_runs_every_task_the_state_file_and_the_store_would_answer(tmp_pat
     manifests = [write_task(tmp_path / "lib", name, "copy") for name in ("a", "b")]
     ran: list[list[str]] = []
 
-    def fleet(todo, workers, address, timeout_s, solver_s, on_done, documents) -> None:
+    def fleet(todo, workers, address, timeout_s, solver_s, on_done, documents, llm=None) -> None:
         ran.append([m.parent.name for m in todo])
         for m in todo:
             on_done(str(m), result(m.parent.name, "verified"), None)

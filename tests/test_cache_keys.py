@@ -333,7 +333,7 @@ class InProcessFleet:
         pass
 
     def run(self, manifests: list[str], timeout_s: float, solver_s: float | None, on_done,
-            documents=None) -> None:
+            documents=None, llm=None) -> None:
         for text in manifests:
             InProcessFleet.verified.append(Path(text).parent.name)
             result: Result = run_verify(Path(text), timeout_s, solver_s=solver_s)

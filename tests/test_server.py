@@ -286,7 +286,7 @@ def test_lark_submit_exits_as_lark_verify(server, tmp_path):
     assert bad.exit_code == 3 and json.loads(bad.output)["error"] == "INVALID_ARGUMENT"
 
 
-def test_with_a_cluster_the_jobs_obligations_fan_out_to_its_checker_actors(tmp_path):
+def test_with_a_cluster_the_jobs_obligations_fan_out_to_its_checker_actors(tmp_path, monkeypatch):
     """`lark serve --address`: on a two-node `ray.cluster_utils.Cluster`, a submitted job still streams its
     stages and verdict from the server, and its obligations are solved by the cluster's checker actors."""
     ray = pytest.importorskip("ray")
@@ -294,6 +294,7 @@ def test_with_a_cluster_the_jobs_obligations_fan_out_to_its_checker_actors(tmp_p
 
     from actors.service import checker_stats
 
+    monkeypatch.setenv("LARK_CACHE_DIR", str(tmp_path / "cache"))   # no lemma of an earlier test answers
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
     cluster.add_node(num_cpus=1)
     running = None
