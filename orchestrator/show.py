@@ -9,7 +9,6 @@ are cut to a readable length (`MAX_TERM`); the full terms are in a certificate.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -73,40 +72,25 @@ def effects(prepared: Prepared, report: Report) -> list[str]:
     return _rows(rows, "accesses")
 
 
-def _forms(form) -> tuple:
-    """A goal's accepted statements (`semantics.verdict.Goals`)."""
-    import z3
-    return () if form is None else (form,) if isinstance(form, z3.ExprRef) else tuple(form)
-
-
 def _stated(report: Report, prop: str) -> dict[int, str]:
     """Statement id -> the name of the goal it is, for the property's goals."""
-    return {f.get_id(): what for what, form in report.expected.get(prop, []) for f in _forms(form)}
+    from semantics.verdict import accepted_forms
 
-
-LANE = re.compile(r"^(\S+) lane (\d+) of the store at line (\d+)$")
-
-
-def _obligation_name(goal: str) -> str:
-    """The name of the obligation that decides a goal: the goal's own, but for an equivalence lane."""
-    lane = LANE.match(goal)
-    return f"equivalence: {lane[1]} element {lane[2]} of the store at line {lane[3]}" if lane else goal
+    return {f.get_id(): what for what, form in report.expected.get(prop, []) for f in accepted_forms(form)}
 
 
 def goals(prepared: Prepared, report: Report) -> list[str]:
-    """Per property, its top goals counted by how they stand; each goal no theorem states is listed (that is
-    where a proof stops: `open`, or `no form` where the checks gave no statement to prove)."""
+    """Per property, its top goals counted by how they stand (`semantics.verdict.standings`, what the verdict
+    decided by); each goal that is neither stated nor rewritten is listed with its obligation's outcome (that
+    is where a proof stops: `open`, or `no form` where the checks gave no statement to prove)."""
     rows = []
     asked = {ob.name: f"{out.status}" + (f" ({out.reason})" if out.reason else "") for ob, out in report.obligations}
-    for prop, listed in report.expected.items():
-        proved = {t.conclusion.get_id() for t in report.theorems.get(prop, []) if not t.hypotheses}
-        stand = [("stated" if any(f.get_id() in proved for f in _forms(form)) else "open" if _forms(form)
-                  else "no form", what, form) for what, form in listed]
-        counts = Counter(status for status, _, _ in stand)
-        rows.append(f"  {prop} ({report.properties.get(prop)}): {len(listed)} goal(s)"
-                    + "".join(f", {n} {status}" for status, n in sorted(counts.items())))
-        rows += [f"    [{status}] {what}: {asked.get(_obligation_name(what), 'its obligation was not asked')}"
-                 for status, what, form in stand if status != "stated"]
+    for prop, stand in report.standings.items():
+        counts = Counter(how for _, how in stand)
+        rows.append(f"  {prop} ({report.properties.get(prop)}): {len(stand)} goal(s)"
+                    + "".join(f", {n} {how}" for how, n in sorted(counts.items())))
+        rows += [f"    [{how}] {what}: {asked.get(what, 'its obligation was not asked')}"
+                 for what, how in stand if how not in ("stated", "rewritten")]
     return _rows(rows, "goals")
 
 

@@ -93,10 +93,12 @@ class Report:
     # theorem of the form tactics rewrote the goal to} (`established`)
     goals: dict[str, dict[str, int]] = field(default_factory=dict)
     # What the passes produced, for `lark verify --show` (never serialised, never part of the verdict): the
-    # symbolic thread's accesses, the top goals per property, and the theorems each property's checks made.
+    # symbolic thread's accesses, the top goals per property, the theorems each property's checks made, and
+    # how each goal stands (`standings`).
     accesses: list = field(default_factory=list)
     expected: dict[str, list] = field(default_factory=dict)
     theorems: dict[str, list[Theorem]] = field(default_factory=dict)
+    standings: dict[str, list[tuple[str, str]]] = field(default_factory=dict)   # property -> (goal, how it stands)
 
 
 @dataclass
@@ -259,6 +261,7 @@ def _decide(problem: Problem, checker: Checker, provers: Provers, timeout_s: flo
         results["equivalence"] = PropertyResult(UNKNOWN, ["the values read from shared memory assume every shared "
                                                           "read is initialised, which is not proved"])
     goals = established(results, expected)
+    standing = {p: standings(results[p], g) for p, g in expected.items()}   # for `--show goals`
     note("reproducing refutations")
     confirm(problem, results)   # on the concrete interpreter: a finding it does not show is dropped (unknown)
     if problem.exact_constants and identified and results["equivalence"].state in (VIOLATED, UNKNOWN):
@@ -270,34 +273,50 @@ def _decide(problem: Problem, checker: Checker, provers: Provers, timeout_s: flo
         name_sizes(finding, problem.launch)
     return Report(verdict, {p: r.state for p, r in results.items()}, findings, reason, sorted(ctx.axioms), log,
                   time.monotonic() - start, hints, goals, accesses, expected,
-                  {p: list(r.theorems) for p, r in results.items()})
+                  {p: list(r.theorems) for p, r in results.items()}, standing)
 
 
 Goals = list[tuple[str, z3.BoolRef | tuple[z3.BoolRef, ...] | None]]   # (what, accepted statement(s))
 
 
+def accepted_forms(forms: z3.BoolRef | tuple[z3.BoolRef, ...] | None) -> tuple[z3.BoolRef, ...]:
+    """A goal's accepted statements as a tuple (`Goals`: one, several, or None for none)."""
+    return () if forms is None else (forms,) if isinstance(forms, z3.ExprRef) else tuple(forms)
+
+
+def standings(result: PropertyResult, goals: Goals) -> list[tuple[str, str]]:
+    """Each top goal of a property and how it stands: `stated` exactly by a theorem of the kernel without
+    hypotheses (one of its accepted forms), `rewritten` (an equivalence lane whose sides tactics rewrote,
+    stated in the rewritten form: the part not yet composed by kernel rules), else `open`, or `no form`
+    where the checks gave no statement to prove (never established)."""
+    stated = {t.conclusion.get_id() for t in result.theorems if not t.hypotheses}
+    found = []
+    for what, forms in goals:
+        forms = accepted_forms(forms)
+        if any(f.get_id() in stated for f in forms):
+            found.append((what, "stated"))
+        elif any(_rewrites(f, result.rewritten.get(f.get_id())) for f in forms):
+            found.append((what, "rewritten"))
+        else:
+            found.append((what, "open" if forms else "no form"))
+    return found
+
+
 def established(results: dict[str, PropertyResult], expected: dict[str, Goals]) -> dict[str, dict[str, int]]:
-    """A property is `proved` only where, for each of its top goals, a theorem of the kernel without
-    hypotheses states that goal exactly (one of its accepted forms; None: no form, never established) —
-    or, for an equivalence lane whose sides tactics rewrote, states the rewritten form (`rewritten`, the part
-    not yet composed by kernel rules). Otherwise the property becomes `unknown`, naming the goal. Returns,
-    per property, how many goals there were and how each proved one was met."""
+    """A property is `proved` only where every one of its top goals is `stated` or `rewritten` (`standings`);
+    otherwise it becomes `unknown`, naming the first goal that is not. Returns, per proved property, how
+    many goals there were and how each was met, up to the first that was not."""
     counts = {}
     for prop, goals in expected.items():
         result = results[prop]
         if result.state != PROVED:
             continue
-        stated = {t.conclusion.get_id() for t in result.theorems if not t.hypotheses}
-        count = counts[prop] = {"goals": len(goals), "stated": 0, "rewritten": 0}
-        for what, forms in goals:
-            forms = () if forms is None else (forms,) if isinstance(forms, z3.ExprRef) else forms
-            if any(f.get_id() in stated for f in forms):
-                count["stated"] += 1
-            elif any(_rewrites(f, result.rewritten.get(f.get_id())) for f in forms):
-                count["rewritten"] += 1
-            else:
-                result.downgrade(UNKNOWN, f"no kernel theorem states the goal of {what}")
-                break
+        stand = standings(result, goals)
+        unmet = next((k for k, (_, how) in enumerate(stand) if how not in ("stated", "rewritten")), len(stand))
+        met = [how for _, how in stand[:unmet]]
+        counts[prop] = {"goals": len(goals), "stated": met.count("stated"), "rewritten": met.count("rewritten")}
+        if unmet < len(stand):
+            result.downgrade(UNKNOWN, f"no kernel theorem states the goal of {stand[unmet][0]}")
     return counts
 
 
@@ -467,7 +486,7 @@ def _equivalence(problem: Problem, accesses, opaque, provers, thread, launch, la
             if (id(a), j) not in overwritten:
                 stated = values.goals.get((id(a), j))
                 ok = stated is not None and equivalence.is_goal(stated, a, j, problem.buffers[a.buffer], launch_ok)
-                goals.append((f"{a.buffer} lane {j} of the store at line {a.line}", stated if ok else None))
+                goals.append((equivalence.lane_name(a.buffer, j, a.line), stated if ok else None))
     if values.state == VIOLATED:
         return values
     for name in sorted(summed):

@@ -58,6 +58,11 @@ def hypothesis_at(access: Access, j: int, buffer: Buffer, launch_ok: z3.BoolRef)
     return z3.And(launch_ok, access.guard, z3.ULT(element_index(access, j), buffer.numel))
 
 
+def lane_name(buffer: str, j: int, line: int) -> str:
+    """The name of a store lane's obligation, and of its top goal."""
+    return f"equivalence: {buffer} element {j} of the store at line {line}"
+
+
 def goal(access: Access, j: int, buffer: Buffer, expected: z3.ExprRef, launch_ok: z3.BoolRef) -> z3.BoolRef:
     """The top goal of the store's lane j: no thread of the launch stores a value other than the
     reference's element `expected` = ref(e), ¬(hypothesis ∧ value ≠ ref(e)) (under the axiom instances its
@@ -96,7 +101,7 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
     formula = negation(claim)
     formula = z3.And(formula, *ground_facts(formula))
     witness = {**thread_witness(thread, access.loops), "element_index": index}
-    ob = Obligation(f"equivalence: {buffer.name} element {j} of the store at line {access.line}",
+    ob = Obligation(lane_name(buffer.name, j, access.line),
                     "equivalence", formula, witness)
     return ob, Values(value, expected, *compared, getattr(rewriter, "meanings", {}), hypothesis, claim, top)
 
