@@ -20,8 +20,7 @@ def ray_session(workers: int | None = None, address: str | None = None) -> Itera
         yield workers or _cpus()
         return
     address = address or os.environ.get("RAY_ADDRESS")
-    env = {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}
-    runtime_env = {"env_vars": env} if env else None
+    runtime_env = forwarded_env()
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
     else:
@@ -33,6 +32,12 @@ def ray_session(workers: int | None = None, address: str | None = None) -> Itera
         yield workers or _cpus()
     finally:
         ray.shutdown()
+
+
+def forwarded_env() -> dict | None:
+    """The runtime environment that carries this process's FORWARDED_ENV to the cluster's workers."""
+    env = {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}
+    return {"env_vars": env} if env else None
 
 
 def _cpus() -> int:

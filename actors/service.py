@@ -10,7 +10,6 @@ in-process as before.
 
 from __future__ import annotations
 
-import os
 import uuid
 from dataclasses import dataclass
 
@@ -18,7 +17,7 @@ import ray
 
 from actors.cache import HEAD_NODE, ActorLemmaStore, CacheActor
 from actors.checker import CheckerActor, RemoteChecker
-from actors.cluster import FORWARDED_ENV
+from actors.cluster import forwarded_env
 from lean_pool.budget import Budget
 from lean_pool.checker import Checker
 from lean_pool.pool import PoolConfig
@@ -38,9 +37,7 @@ class ClusterSpec:
 
 def _connect(address: str) -> None:
     if not ray.is_initialized():
-        env = {name: os.environ[name] for name in FORWARDED_ENV if name in os.environ}
-        ray.init(address=address, namespace=NAMESPACE, runtime_env={"env_vars": env} if env else None,
-                 log_to_driver=False)
+        ray.init(address=address, namespace=NAMESPACE, runtime_env=forwarded_env(), log_to_driver=False)
 
 
 @dataclass(frozen=True)

@@ -61,9 +61,9 @@ def _places(forms: _Forms) -> tuple[dict[str, int], dict[str, int]] | None:
 
 
 def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef,
-            invert: Callable) -> dict[str, z3.ExprRef] | None:
-    """Terms in e for each variable such that index(vars) == e, through the digits of one linear id."""
-    from orchestrator.provers.inverse import linearize
+            linearize: Callable[[z3.ExprRef], Form | None], invert: Callable) -> dict[str, z3.ExprRef] | None:
+    """Terms in e for each variable such that index(vars) == e, through the digits of one linear id
+    (`linearize` and `invert` are `inverse`'s: the affine reading and the mixed-radix decoding of L)."""
     forms = _Forms(linearize, index)
     form = forms.form
     if form is None or any(dividend is None for dividend, _ in forms.quotients.values()):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import z3
 
 from orchestrator.provers import digits as radix
+from orchestrator.provers.digits import DIVISIONS
 from semantics.ptx.machine import simplify
 from semantics.terms import subterms
 
@@ -105,9 +106,6 @@ def linearize(term: z3.ExprRef) -> Linear | None:
     return None
 
 
-DIVISIONS = frozenset({z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BSDIV, z3.Z3_OP_BSDIV_I})
-
-
 def _power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -183,7 +181,7 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     """Terms in e for each variable such that index(vars) == e, or None when the index is not affine."""
     form = linearize(simplify(index))
     if form is None:
-        return radix.propose(key, simplify(index), variables, e, propose)
+        return radix.propose(key, simplify(index), variables, e, linearize, propose)
     atoms, const = form
     names = {str(v) for v in variables}
     # A variable's high bits next to the variable itself (Triton ORs `tid >> 10` into the block index): guess
