@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from semantics.concrete import BudgetExceeded, SparseBuffer, run_blocks
+from semantics.concrete.memory import END_BLOCK
 from semantics.errors import Unsupported
 from semantics.ptx.machine import Buffer, Launch
 from semantics.ptx.parser import parse_ptx
@@ -189,6 +190,18 @@ def test_the_step_budget_and_the_stop_callback_end_a_run(kernels):
     result = run_blocks(kernels["spin"], launch, [Y, 10], buffers, [(0, 0, 0)],
                         stop=lambda event: seen.append(event) or len(seen) == 3)
     assert result.stopped and len(seen) == 3 and result.final("y", 2) == 10 and result.final("y", 3) == 0
+
+
+def test_a_stop_may_end_only_the_current_blocks_run(kernels):
+    """END_BLOCK leaves the block's unstarted threads where they are and goes on with the next block, as a
+    schedule that runs the second block right after the first one's access may (the race reproducer's cut)."""
+    launch, buffers = Launch((2, 1, 1), (32, 1, 1)), {"x": SparseBuffer(X), "y": SparseBuffer(Y)}
+
+    def stop(event):
+        return END_BLOCK if event.kind == "store" and event.block == (0, 0, 0) else False
+    result = run_blocks(kernels["shifted"], launch, [X, Y], buffers, [(0, 0, 0), (1, 0, 0)], stop=stop)
+    stored = {a.offset // 4 for a in result.memory.accesses if a.kind == "store"}
+    assert not result.stopped and result.halted is None and stored == {0, *range(32, 64)}
 
 
 def test_a_register_read_that_no_write_on_the_path_defined_is_seen():

@@ -185,8 +185,8 @@ class Memory:
             access = Access(self.block, t.tid, kind, space, buffer, offset, width, value, t.phase, line)
             if self.record:
                 self.accesses.append(access)
-            if self.stop is not None and self.stop(access):
-                raise Stopped()
+            if self.stop is not None and (asked := self.stop(access)):
+                raise BlockEnded() if asked == END_BLOCK else Stopped()
         if space != "local":
             self._check_race(t, kind, (space, buffer, offset), value, line)
 
@@ -365,3 +365,11 @@ class Memory:
 
 class Stopped(Exception):
     """The caller's `stop` callback asked to end the run."""
+
+
+END_BLOCK = "end block"   # what `stop` returns to end the current block's run here and go on with the next
+
+
+class BlockEnded(Exception):
+    """The caller's `stop` callback asked to end this block's run at an access: the threads of the block that
+    have not run yet stay where they are, as a legal schedule may leave them (no block waits for another)."""

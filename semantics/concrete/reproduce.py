@@ -39,7 +39,7 @@ from semantics.ptx.ast import Instr
 from semantics.ptx.types import types_in
 from semantics.replay import Evaluator, NotConcrete
 
-from .memory import Access, SparseBuffer, Violation
+from .memory import END_BLOCK, Access, SparseBuffer, Violation
 from .run import RunResult, run_blocks
 from .values import MPF, real
 
@@ -238,7 +238,13 @@ def _race(problem: Problem, w: dict) -> str:
         for i, (block, thread) in enumerate(who):
             if (event.block, event.thread) == (block, thread):
                 seen[i].append((event.kind, event.phase))
-        return _conflict(seen, who[0][0] != who[1][0])
+        if _conflict(seen, across):
+            return True
+        # Across blocks the first block need not run on once its thread has made the access: the second block
+        # may be scheduled right then (blocks do not wait for each other), so its threads see that prefix.
+        first_done = across and event.block == who[0][0] and any(k == first.get("access") for k, _ in seen[0])
+        return END_BLOCK if first_done else False
+    across = who[0][0] != who[1][0]
     blocks = list(dict.fromkeys(block for block, _ in who))
     _run(problem, Inputs.of(problem, recorded_inputs(w)), blocks, stop, first=[who[0][1], who[1][1]])
     if not _conflict(seen, who[0][0] != who[1][0]):

@@ -21,7 +21,7 @@ from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import Buffer, Launch
 from semantics.ptx.types import TYPES
 
-from .memory import Access, Coord, Halt, Memory, SparseBuffer, Stopped, Violation
+from .memory import Access, BlockEnded, Coord, Halt, Memory, SparseBuffer, Stopped, Violation
 from .program import EXIT, Program
 from .values import ALLOCATION_BASE, MPF, Ptr, mask, real
 
@@ -138,6 +138,8 @@ class Scheduler:
                     self.mem.end_interval()
                     runnable, diverged = self._barrier(block, threads, waiting, diverged)
             self.mem.end_interval()
+        except BlockEnded:
+            pass                  # the interval is cut short: its unfinished shared reads are no holes
         finally:
             for t in threads:
                 self.barriers[(block, t.tid)] = tuple(t.barriers)
@@ -230,7 +232,8 @@ def run_blocks(kernel: Kernel, launch: Launch, args: list[object], buffers: dict
     literal, or a z3 symbol whose value `scalars` gives by name); `buffers` maps every global buffer's name to
     a `SparseBuffer` (a bare Buffer is filled by its `init`, else 0). `threads` runs only those threads of
     each block, allowed only when the kernel's threads cannot interact (no barrier, shared memory, warp
-    exchange or atomic). `stop(event)` sees every access and violation and ends the run by returning True.
+    exchange or atomic). `stop(event)` sees every access and violation and ends the run by returning True, or
+    only the current block's run, at an access, by returning `END_BLOCK`.
     More than `max_steps` instructions raise `BudgetExceeded`; an instruction outside the fragment raises
     `Unsupported` (the run cannot say what the kernel does). Violations that leave no defined value (out of
     bounds, misaligned, an undefined register) end the run (`halted`). `first` names threads to run first in
