@@ -498,7 +498,17 @@ class Executor:
         return f"the value carried in {reg} by the {where} (not a sum, product, max or min accumulation)"
 
     def _live_at_header(self, reg: str, header: int, latch: int) -> bool:
-        """Conservatively: the register is read in the body before any write to it, or read after the loop."""
+        """Conservatively: the register is read in the body before any write to it, or read after the loop.
+        Not live: a register the header's own block writes before reading it (Triton's copies of its
+        accumulators, `mov.b32 %r10, %r459`), since every iteration, and every path out of the loop, runs that
+        block first, so the value it held at the header is never read."""
+        for item in self.body[header + 1:latch + 1]:
+            if isinstance(item, Label) or (isinstance(item, Instr) and item.opcode == "bra"):
+                break
+            if isinstance(item, Instr) and reg in _sources(item):
+                break
+            if isinstance(item, Instr) and reg in _dests(item) and item.pred is None:
+                return False
         for item in self.body[header:latch + 1]:
             if isinstance(item, Instr):
                 if reg in _sources(item):
