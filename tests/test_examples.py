@@ -56,7 +56,7 @@ PROPERTY = {
 PROPERTIES = set(PROPERTY.values())
 # Run alone too: a verified CUDA, PTX, Triton and shared-memory task, a refutation of each property, several
 # properties at once, and two kinds of unknown.
-SOLO = {"relu_64x64", "ptx_copy", "triton_add_ragged", "shared_block_sum", "bias_wrong_axis",
+SOLO = {"relu_64x64", "ptx_copy", "triton_add_ragged", "shared_transpose_tiled", "bias_wrong_axis",
         "triton_add_missing_mask", "global_accumulate_no_atomic", "shared_barrier_divergent",
         "int32_index_overflow", "unsupported_popc", "sound_half_round_trip"}
 SUBPROCESS_TIMEOUT_S = 900
