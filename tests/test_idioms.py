@@ -55,6 +55,8 @@ ELEMENTWISE_KERNELS = {
     "k_log1pf": ("float", "log1pf(v)", ["log1pf"]),
     "k_expm1f": ("float", "expm1f(v)", ["expm1f"]),
     "k_elu": ("float", "v > 0.0f ? v : expm1f(v)", ["expm1f"]),
+    # log1pf's paths meet where the threshold's path joins them: the pseudo-instruction goes on their edges
+    "k_softplus": ("float", "v > 20.0f ? v : log1pf(expf(v))", ["expf", "log1pf"]),
     "k_coshf": ("float", "coshf(v)", ["coshf"]),
     "k_sinhf": ("float", "sinhf(v)", ["sinhf"]),
 }
@@ -342,6 +344,7 @@ def task(directory: Path, name: str, kernel: str, expr: str, source: str = "kern
     ("silu_expf", "v / (1.0f + expf(-v))", "torch.nn.functional.silu(x)", ["nvcc.expf"]),
     ("tanhf", "tanhf(v)", "torch.tanh(x)", ["nvcc.tanhf"]),
     ("gelu_erff", "0.5f * v * (1.0f + erff(v * 0.70710678118654752f))", "torch.nn.functional.gelu(x)", ["nvcc.erff"]),
+    ("softplus", "v > 20.0f ? v : log1pf(expf(v))", "torch.nn.functional.softplus(x)", ["nvcc.expf", "nvcc.log1pf"]),
 ])
 def test_verified_end_to_end(tmp_path: Path, name: str, body: str, expr: str, axioms: list[str]) -> None:
     kernel = ELEMENTWISE.format(name="k", t="float", body=body)
@@ -355,6 +358,18 @@ def test_wrong_kernel_is_still_refuted(tmp_path: Path) -> None:
     kernel = ELEMENTWISE.format(name="k", t="float", body="tanhf(v) + 0.001f")
     result = verify(task(tmp_path / "tanh_off", "tanh_off", kernel, "torch.tanh(x)"))
     assert result["verdict"] == "refuted" and result["properties"]["equivalence"] == "violated", result
+
+
+@needs_nvcc
+def test_the_other_path_into_a_split_merge_keeps_its_value(tmp_path: Path) -> None:
+    """The edges split for log1pf leave the threshold's own path alone: above 20 this kernel stores 2x, which
+    the witness shows (log1p(exp(x)) on every path would have made it softplus)."""
+    kernel = ELEMENTWISE.format(name="k", t="float", body="v > 20.0f ? 2.0f * v : log1pf(expf(v))")
+    result = verify(task(tmp_path / "softplus_2x", "softplus_2x", kernel, "torch.nn.functional.softplus(x)"))
+    assert result["verdict"] == "refuted" and result["properties"]["equivalence"] == "violated", result
+    (finding,) = result["findings"]
+    witness = finding["witness"]
+    assert witness["kernel_value"] == 2 * witness["reference_value"] and witness["reference_value"] > 20, finding
 
 
 @needs_nvcc

@@ -1,8 +1,8 @@
 """KernelBench level 1 (examples/kernelbench_l1/): a correct kernel of our own per problem, at native shapes.
 
 Every problem folder has its files and a one-line EXPECT; a representative subset (a grid-stride scalar
-input, elementwise with a libm call and constants, a triu mask, a libm call outside the idioms, and buggy
-twins) is verified here through `lark verify --json` and must give the verdict its EXPECT names, and a
+input, elementwise with a libm call and constants, a triu mask, a libm idiom whose paths meet a threshold's
+path, and buggy twins) is verified here through `lark verify --json` and must give the verdict its EXPECT names, and a
 literal one ulp off a reference constant is identified with it (axiom float.constant) unless
 --exact-constants. `bench/kernelbench.py` runs them all.
 """

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 from semantics.axioms import meaning
 from semantics.errors import Unsupported
 from semantics.ptx.ast import FloatImm, Instr, IntImm, Kernel, Label, Reg, Sym, Vec
+from semantics.ptx.dead_code import Unfollowed, branch_target, eliminate
 from semantics.ptx.libm import AXIOM_OF, IDIOMS, Idiom
 from semantics.ptx.types import TYPES
 
@@ -112,30 +113,34 @@ class _State:
     regs: dict[str, int]
     path: tuple[tuple[int, bool], ...]   # branch conditions taken since the last reset point
     base: int                            # the reset point: unknown registers are ('in', reg, base)
+    origin: int | None = None            # at a label: the branch that led here (None: falling through)
 
     def copy(self) -> _State:
         return _State(dict(self.regs), self.path, self.base)
 
 
-class _Abort(Exception):
-    """The body has control flow the term builder does not follow (e.g. a branch to no label)."""
+@dataclass(frozen=True)
+class Incoming:
+    """The paths meeting at a label: their states, and how many branch conditions they all share."""
+
+    preds: list[_State]
+    shared: int
+
+    def under(self, prefix: tuple[tuple[int, bool], ...]) -> list[_State]:
+        """The paths whose conditions after the shared ones begin with `prefix`."""
+        return [p for p in self.preds if p.path[self.shared:self.shared + len(prefix)] == prefix]
 
 
 def _opname(ins: Instr) -> str:
     return ins.opcode + "".join(ins.mods)
 
 
-def _branch_target(ins: Instr) -> str:
-    if len(ins.operands) != 1 or not isinstance(ins.operands[0], Sym):
-        raise _Abort
-    return ins.operands[0].name
-
-
 class _TermBuilder:
     """Runs a body once, in order, giving every register a term at every program point.
 
     `on_instr(i, ins, state_before, term)` is called for each unpredicated pure instruction with the term
-    of its result; `on_merge(i, state_after, reg, term)` for each register that became a `phi` at label i."""
+    of its result; `on_merge(i, state_after, reg, term, incoming)` for each register that became a `phi` at
+    label i, `incoming` the paths that met there."""
 
     def __init__(self, body: list, terms: _Terms, on_instr: Callable | None = None,
                  on_merge: Callable | None = None, declared: set[str] | None = None):
@@ -150,9 +155,9 @@ class _TermBuilder:
         self.headers = set()      # labels some backward branch targets: values there are not followed
         for i, item in enumerate(body):
             if isinstance(item, Instr) and item.opcode == "bra":
-                target = self.labels.get(_branch_target(item))
+                target = self.labels.get(branch_target(item))
                 if target is None:
-                    raise _Abort
+                    raise Unfollowed
                 if target <= i:
                     self.headers.add(target)
         self.producers: dict[int, set[int]] = {}   # term -> unpredicated instructions whose result it is
@@ -180,7 +185,8 @@ class _TermBuilder:
         pending: dict[str, list[_State]] = {}
         for i, item in enumerate(self.body):
             if isinstance(item, Label):
-                st = self._label(i, item, pending.pop(item.name, []) + ([st] if st is not None else []))
+                falling = [dataclasses.replace(st, origin=None)] if st is not None else []
+                st = self._label(i, item, pending.pop(item.name, []) + falling)
             elif st is not None:
                 st = self._instr(i, item, st, pending)
         self.dangling = bool(pending)
@@ -195,7 +201,11 @@ class _TermBuilder:
             return preds[0]
         return self._merge(i, preds)
 
-    def _merge(self, i: int, preds: list[_State]) -> _State:
+    def merged(self, i: int, preds: list[_State]) -> _State:
+        """The state where only `preds` meet at label i (no merge is reported)."""
+        return preds[0] if len(preds) == 1 else self._merge(i, preds, report=False)
+
+    def _merge(self, i: int, preds: list[_State], report: bool = True) -> _State:
         n = 0
         while all(len(p.path) > n for p in preds) and len({p.path[n] for p in preds}) == 1:
             n += 1
@@ -213,9 +223,9 @@ class _TermBuilder:
             out.regs[reg] = term = self._tree([(p.path[n:], v) for p, v in zip(preds, values, strict=True)])
             if self.t.nodes[term][0] == "phi":
                 phis.append((reg, term))
-        if self.on_merge is not None:
+        if report and self.on_merge is not None:
             for reg, term in phis:
-                self.on_merge(i, out, reg, term)
+                self.on_merge(i, out, reg, term, Incoming(preds, n))
         return out
 
     def _tree(self, entries: list[tuple[tuple, int]]) -> int:
@@ -237,15 +247,16 @@ class _TermBuilder:
         if ins.pred is not None:
             guard = (self.lookup(st, ins.pred[0]), not ins.pred[1])   # (condition, value under which it runs)
         if ins.opcode == "bra":
-            target = _branch_target(ins)
+            target = branch_target(ins)
             forward = self.labels[target] > i
             if guard is None:
                 if forward:
+                    st.origin = i
                     pending.setdefault(target, []).append(st)
                 return None
             if forward:
                 taken = st.copy()
-                taken.path = st.path + (guard,)
+                taken.path, taken.origin = st.path + (guard,), i
                 pending.setdefault(target, []).append(taken)
             st.path = st.path + ((guard[0], not guard[1]),)
             return st
@@ -465,6 +476,20 @@ class _Match:
     src: Reg
     addend: object | None      # the fused addition's other operand
     internal: set[int]         # kernel terms computed by the idiom (and the constants it uses)
+    edges: tuple | None = None  # at a label: only the paths from these branches (None: falling through)
+
+
+def _subtrees(terms: _Terms, term: int, prefix: tuple = ()):
+    """(path prefix, phi) for every phi below the root of a merge's decision tree, the prefix the branch
+    conditions (cond, taken) that lead to it."""
+    node = terms.nodes[term]
+    if node[0] != "phi":
+        return
+    for taken, child in ((True, node[2]), (False, node[3])):
+        below = (*prefix, (node[1], taken))
+        if terms.nodes[child][0] == "phi":
+            yield below, child
+            yield from _subtrees(terms, child, below)
 
 
 def _holder(builder: _TermBuilder, st: _State, term: int) -> Reg | None:
@@ -492,18 +517,20 @@ def _find_matches(kernel: Kernel) -> tuple[list[_Match], dict[int, set[int]], _T
     matches: list[_Match] = []
 
     def found(tpl: _Template, matcher: _Matcher, troot: int, kroot: int, bound, index, at_label, st, dst,
-              addend=None) -> None:
+              addend=None, edges=None) -> bool:
         src = _holder(builder, st, bound)
         if src is None:
-            return
+            return False
         internal: set[int] = set()
         matcher.pairs(troot, kroot, bound, internal)
-        matches.append(_Match(tpl.idiom, index, at_label, dst, src, addend, internal))
+        matches.append(_Match(tpl.idiom, index, at_label, dst, src, addend, internal, edges))
+        claimed.add(kroot)
+        return True
 
     def on_instr(i: int, ins: Instr, st: _State, term: int) -> None:
         node = terms.nodes[term]
-        if node[0] != "op" or not isinstance(ins.operands[0], Reg):
-            return
+        if node[0] != "op" or not isinstance(ins.operands[0], Reg) or term in claimed:
+            return   # (a claimed term: a copy of a value already replaced, `mov.b32 %r1, %f2`)
         for tpl in by_root.get(node[1], ()):
             m = _Matcher(tpl, terms)
             bound = m.match(tpl.root, term, None)
@@ -520,7 +547,7 @@ def _find_matches(kernel: Kernel) -> tuple[list[_Match], dict[int, set[int]], _T
                 found(tpl, m, tpl.root, product, bound, i, False, st, ins.operands[0], ins.operands[3])
                 return
 
-    def on_merge(i: int, st: _State, reg: str, term: int) -> None:
+    def merge_match(term: int) -> tuple[_Template, _Matcher, object] | None:
         cond = terms.nodes[terms.nodes[term][1]]
         for tpl in at_merge:
             if cond[:2] != tpl.terms.nodes[tpl.terms.nodes[tpl.root][1]][:2]:
@@ -528,8 +555,32 @@ def _find_matches(kernel: Kernel) -> tuple[list[_Match], dict[int, set[int]], _T
             m = _Matcher(tpl, terms)
             bound = m.match(tpl.root, term, None)
             if bound is not _FAIL:
-                found(tpl, m, tpl.root, term, bound, i, True, st, Reg(reg))
+                return tpl, m, bound
+        return None
+
+    def on_merge(i: int, st: _State, reg: str, term: int, incoming: Incoming) -> None:
+        hit = merge_match(term)
+        if hit is not None:
+            found(hit[0], hit[1], hit[0].root, term, hit[2], i, True, st, Reg(reg))
+            return
+        if i in split:
+            return   # one idiom per label is met on some of its paths only (each gets the paths' own label)
+        for prefix, sub in _subtrees(terms, term):
+            # `x > 20 ? x : log1pf(expf(x))`: the idiom's paths meet here with another's; on the paths under
+            # `prefix` the register holds the idiom's value, so the pseudo-instruction goes on those edges
+            if sub in claimed:
+                continue   # computed (and replaced) where its own paths met: this is a copy of it
+            hit = merge_match(sub)
+            preds = incoming.under(prefix)
+            if hit is None or not preds or len(preds) == len(incoming.preds):
+                continue
+            if found(hit[0], hit[1], hit[0].root, sub, hit[2], i, True, builder.merged(i, preds), Reg(reg),
+                     edges=tuple(p.origin for p in preds)):
+                split.add(i)
                 return
+
+    split: set[int] = set()
+    claimed: set[int] = set()     # kernel terms already matched
 
     builder = _TermBuilder(kernel.body, terms, on_instr, on_merge, declared=set(kernel.regs))
     builder.run()
@@ -544,7 +595,7 @@ def rewrite_idioms(kernel: Kernel) -> tuple[Kernel, list[str]]:
     the names of the idioms used (one per replacement, in body order). Unchanged when nothing matches."""
     try:
         matches, producers, terms = _find_matches(kernel)
-    except _Abort:
+    except Unfollowed:
         return kernel, []
     if not matches:
         return kernel, []
@@ -552,6 +603,8 @@ def rewrite_idioms(kernel: Kernel) -> tuple[Kernel, list[str]]:
     regs = dict(kernel.regs)
     replace: dict[int, list[Instr]] = {}
     after: dict[int, list[Instr]] = {}
+    before: dict[int, list] = {}          # a label: the block some of its paths now pass first
+    retarget: dict[int, str] = {}         # a branch: the label it now goes to
     candidates: set[int] = set()
     for n, m in enumerate(matches):
         mine = set().union(*(producers.get(t, set()) for t in m.internal)) - {m.index}
@@ -572,121 +625,36 @@ def rewrite_idioms(kernel: Kernel) -> tuple[Kernel, list[str]]:
                     Instr("add", (m.idiom.type,), (m.dst, tmp, m.addend), None, root.line, root.loc)]
         else:
             code = [pseudo]
+        if m.edges is not None:
+            _split_edges(m, n, body, code, before, retarget)
+            continue
         (after if m.at_label else replace).setdefault(m.index, []).extend(code)
     items: list[tuple[int | None, Instr | Label]] = []
     for i, item in enumerate(body):
         if i in replace:
             items.extend((None, ins) for ins in replace[i])
             continue
+        items.extend((None, it) for it in before.get(i, ()))
+        if i in retarget:
+            item = dataclasses.replace(item, operands=(Sym(retarget[i]),))
         items.append((i, item))
         items.extend((None, ins) for ins in after.get(i, ()))
-    items = _simplify(items, candidates)
+    items = eliminate(items, candidates, _uses, _def_operand_regs)
     new = dataclasses.replace(kernel, body=[item for _, item in items], regs=regs)
     return new, [m.idiom.name for m in sorted(matches, key=lambda m: m.index)]
 
 
-def _simplify(items: list, candidates: set[int]) -> list:
-    """Delete candidate instructions whose results are dead and branches to the next instruction, until
-    neither changes anything."""
-    while True:
-        dead = _dead(items, candidates)
-        items = [it for k, it in enumerate(items) if k not in dead]
-        trivial = _trivial_branches(items)
-        items = [it for k, it in enumerate(items) if k not in trivial]
-        if not dead and not trivial:
-            return items
-
-
-def _trivial_branches(items: list) -> set[int]:
-    out = set()
-    for k, (_, item) in enumerate(items):
-        if isinstance(item, Instr) and item.opcode == "bra":
-            target = _branch_target(item)
-            j = k + 1
-            while j < len(items) and isinstance(items[j][1], Label):
-                if items[j][1].name == target:
-                    out.add(k)
-                    break
-                j += 1
-    return out
-
-
-def _dead(items: list, candidates: set[int]) -> set[int]:
-    """Positions of candidate instructions none of whose results is ever read (aggressive dead-code
-    elimination: a candidate is kept only when a kept instruction may read what it writes)."""
-    cand = {k for k, (orig, item) in enumerate(items) if orig in candidates and isinstance(item, Instr)}
-    if not cand:
-        return set()
-    blocks = _blocks(items)
-    uses = [_uses(item) if isinstance(item, Instr) else set() for _, item in items]
-    kills = [set(_def_operand_regs(item)) if isinstance(item, Instr) and item.pred is None else set()
-             for _, item in items]
-    removed = set(cand)
-    while True:
-        live_out = _liveness(blocks, uses, kills, removed)
-        needed = {k for k in removed if set(_def_operand_regs(items[k][1])) & live_out[k]}
-        if not needed:
-            return removed
-        removed -= needed
-
-
-@dataclass
-class _Block:
-    start: int
-    end: int                   # exclusive
-    succs: list[int]
-
-
-def _blocks(items: list) -> list[_Block]:
-    """Basic blocks of the item list: a label starts one, a branch or an unguarded ret/exit ends one."""
-    starts = {0}
-    for k, (_, item) in enumerate(items):
-        if isinstance(item, Label):
-            starts.add(k)
-        elif isinstance(item, Instr) and item.opcode in ("bra", "ret", "exit"):
-            starts.add(k + 1)
-    starts = sorted(s for s in starts if s < len(items))
-    block_of = {s: b for b, s in enumerate(starts)}
-    labels = {item.name: k for k, (_, item) in enumerate(items) if isinstance(item, Label)}
-    blocks = []
-    for b, s in enumerate(starts):
-        e = starts[b + 1] if b + 1 < len(starts) else len(items)
-        last = items[e - 1][1]
-        fall = [b + 1] if b + 1 < len(starts) else []
-        if isinstance(last, Instr) and last.opcode == "bra":
-            succs = [block_of[labels[_branch_target(last)]]] + (fall if last.pred is not None else [])
-        elif isinstance(last, Instr) and last.opcode in ("ret", "exit") and last.pred is None:
-            succs = []
-        else:
-            succs = fall
-        blocks.append(_Block(s, e, succs))
-    return blocks
-
-
-def _liveness(blocks: list[_Block], uses: list[set[str]], kills: list[set[str]], removed: set[int]) -> dict:
-    """live-out of every instruction position, with the `removed` positions taken as deleted."""
-    def transfer(b: _Block, live: set[str], record: dict | None) -> set[str]:
-        for k in range(b.end - 1, b.start - 1, -1):
-            if record is not None:
-                record[k] = live
-            if k not in removed:
-                live = uses[k] | (live - kills[k])
-        return live
-
-    live_in: list[set[str]] = [set() for _ in blocks]
-    changed = True
-    while changed:
-        changed = False
-        for b in range(len(blocks) - 1, -1, -1):
-            out = set().union(*(live_in[s] for s in blocks[b].succs))
-            new = transfer(blocks[b], out, None)
-            if new != live_in[b]:
-                live_in[b] = new
-                changed = True
-    live_out: dict[int, set[str]] = {}
-    for b in blocks:
-        transfer(b, set().union(*(live_in[s] for s in b.succs)), live_out)
-    return live_out
+def _split_edges(m: _Match, n: int, body: list, code: list[Instr], before: dict, retarget: dict) -> None:
+    """The pseudo-instruction on the edges `m.edges` into label `m.index` only: a new label just before it
+    that those branches now target (and the path falling through, if it is one of them), holding `code`;
+    a path falling through that is not one of them jumps over it."""
+    label = body[m.index]
+    own = Label(f"$L__lark_idiom{n}", label.line)
+    for origin in m.edges:
+        if origin is not None:
+            retarget[origin] = own.name
+    jump = [] if None in m.edges else [Instr("bra", (), (Sym(label.name),), None, label.line)]
+    before[m.index] = [*jump, own, *code]
 
 
 # ---------------------------------------------------------------------------------------------- meaning
