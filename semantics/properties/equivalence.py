@@ -92,7 +92,7 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
     hypothesis, value, expected = hypothesis_at(access, j, buffer, launch_ok), access.values[j], reference(index)
     top = goal(access, j, buffer, expected, launch_ok)
     if divide:
-        expected = divide(expected, hypothesis)
+        expected = divide(expected, hypothesis, value)
     if pad:
         value = pad(value, hypothesis)
     rewriter = matcher(hypothesis) if matcher else None
@@ -174,8 +174,9 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
                                     Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key,
                                             provers.search))
 
-            def divide(term, hypothesis, key=key):
-                return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key)
+            def divide(term, hypothesis, kernel, key=key):
+                return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key,
+                                         kernel)
 
             def pad(term, hypothesis):
                 return padding.rewrite(term, hypothesis, checker, timeout_s, record)

@@ -46,7 +46,7 @@ from semantics.properties import nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.properties.unions import MATCHED, unions, unrolled
+from semantics.properties.unions import EXTREMA, MATCHED, unions, unrolled
 from semantics.terms import applications, constants, mentions, reaching
 
 
@@ -234,7 +234,7 @@ class Matcher:
                     if cr.decl() != union.decl or (union.term.get_id(), cr.get_id()) in tried:
                         continue
                     tried.add((union.term.get_id(), cr.get_id()))
-                    if self._equal(union.parts, cr, inits_apart=union.decl == MAX_FROM):
+                    if self._equal(union.parts, cr, inits_apart=union.decl in EXTREMA):
                         symbol = self._symbol(cr)
                         kernel = union.replaced(kernel, symbol)
                         reference = z3.substitute(reference, (cr, symbol))

@@ -19,6 +19,7 @@ from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM, SUM, is_
 from semantics.terms import reaching, reaching_ids, subterms
 
 MATCHED = (SUM, MAX_FROM, MIN_FROM)   # the comprehensions whose theorems the matcher states
+EXTREMA = (MAX_FROM, MIN_FROM)        # unions of these are sets of elements (the inits among them)
 
 
 def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
@@ -37,6 +38,21 @@ def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
     return out
 
 
+def _chain(t: z3.ExprRef) -> list[z3.ExprRef]:
+    """The elements of a running max/min whose start is another such reduction (nvcc's unrolled loop and its
+    remainder loop, the remainder's MaxFrom starting from the main loop's): each comprehension of the
+    chain as a family (its init left out, `_equal(..., inits_apart=True)`) and the first start as an element
+    of its own. Empty unless `t` is such a chain."""
+    decl = t.decl() if z3.is_app(t) else None
+    if decl not in EXTREMA or not (z3.is_app(t.arg(0)) and t.arg(0).decl() == decl):
+        return []
+    out = []
+    while z3.is_app(t) and t.decl() == decl:
+        out.append(t)
+        t = t.arg(0)
+    return [*out, t]
+
+
 @dataclass(frozen=True)
 class Union:
     """Several comprehensions of the kernel that together are one reduction: the elements of a max tree
@@ -51,7 +67,7 @@ class Union:
 
     def replaced(self, kernel: z3.ExprRef, symbol: z3.ArithRef) -> z3.ExprRef:
         """The kernel with the union's value named by `symbol` (proved equal to the reduction of the parts)."""
-        if self.decl == MAX_FROM:
+        if self.decl in EXTREMA:
             return z3.substitute(kernel, (self.term, symbol))
         if _grouped_everywhere(kernel, self.parts, self.members):
             # every occurrence of a part is as a member of a sum that holds all of them (in the value and
@@ -99,12 +115,16 @@ def unions(term: z3.ExprRef) -> list[Union]:
         if (t.get_id(), in_max) in seen or t.get_id() not in holding:
             continue
         seen.add((t.get_id(), in_max))
-        is_max = _is_max_node(t)
+        is_max, chain = _is_max_node(t), [] if in_max else _chain(t)
         if is_max and not in_max:
             elements = _max_elements(t)
             if any(is_comprehension(e) for e in elements) and \
                     all(innermost_part(e) or e.get_id() not in holding for e in elements):
                 out.append(Union(t, MAX_FROM, elements, []))
+        elif chain:
+            if all(innermost_part(e) or e.get_id() not in holding for e in chain):
+                out.append(Union(t, t.decl(), chain, []))
+            continue   # (a chain's tail is no union of its own)
         elif z3.is_add(t):
             out.extend(_sum_groups(t, innermost_part))
         children = [t.arg(1), t.arg(2)] if is_max else t.children() if z3.is_app(t) else []
