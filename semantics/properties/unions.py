@@ -43,9 +43,9 @@ def _chain(t: z3.ExprRef) -> list[z3.ExprRef]:
     remainder loop, the remainder's MaxFrom starting from the main loop's): each comprehension of the
     chain as a family (its init left out, `_equal(..., inits_apart=True)`) and the first start as an element
     of its own. Empty unless `t` is such a chain."""
-    decl = t.decl() if z3.is_app(t) else None
-    if decl not in EXTREMA or not (z3.is_app(t.arg(0)) and t.arg(0).decl() == decl):
+    if not (z3.is_app(t) and t.decl() in EXTREMA and z3.is_app(t.arg(0)) and t.arg(0).decl() == t.decl()):
         return []
+    decl = t.decl()
     out = []
     while z3.is_app(t) and t.decl() == decl:
         out.append(t)
