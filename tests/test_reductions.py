@@ -388,3 +388,18 @@ def test_an_unrolled_sum_with_a_column_twice_is_not_matched():
 
 def test_an_unrolled_sum_missing_a_column_is_not_matched():
     assert not _proves_equal(*_unrolled_softmax(list(range(16)), [i for i in range(16) if i != 0]))
+
+
+def _mean_square_plus_eps(columns: list[int]) -> z3.ArithRef:
+    """nvcc's fully unrolled Σ x² over a row of 16, as the chain x₀² + (x₁² + (…)), then / 16 + ε."""
+    total = z3.RealVal(0)
+    for i in columns:
+        total = A(ROW * 16 + i) * A(ROW * 16 + i) + total
+    return total / 16 + z3.RealVal("1/100000")
+
+
+def test_an_unrolled_chain_of_squares_matches_a_mean():
+    m = z3.BitVec("m", 64)
+    reference = sum_over(0, 16, m, A(ROW * 16 + m) * A(ROW * 16 + m)) / 16 + z3.RealVal("1/100000")
+    assert _proves_equal(_mean_square_plus_eps(list(range(16))), reference)
+    assert not _proves_equal(_mean_square_plus_eps(list(range(15))), reference)   # the last column missed

@@ -187,7 +187,8 @@ class Matcher:
         Sum comprehensions or a max over several: a reduction split over lanes, loops or threads) wherever they
         occur, innermost first, then pairs, innermost first. A union inside another reduction's body (the
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
-        if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
+        # (an unrolled sum is one flat sum once simplified: nvcc's chain a + (b + (c + …)) is not, before)
+        if not innermost(reference) or not (innermost(kernel) or unrolled(z3.simplify(kernel, elim_sign_ext=False))):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
         kernel, reference = nested_sums.rewrite(self, kernel, reference)
