@@ -92,9 +92,14 @@ def _buffers(task: Task, specs: dict[str, TensorSpec], origin: dict) -> dict[str
             raise Unsupported(f"tensor {name} of dtype {spec.dtype}")
         decl = task.tensors.get(name)
         init = decl.init if decl and decl.init != "any" else None
-        buffers[name] = Buffer(name, spec.dtype, _numel(spec.shape), DTYPE_BYTES[spec.dtype],
-                               roles[origin[name][0]], init)
+        role = roles[origin[name][0]]
+        values = BOOL_BYTES if spec.dtype == "bool" and role == "input" else None
+        buffers[name] = Buffer(name, spec.dtype, _numel(spec.shape), DTYPE_BYTES[spec.dtype], role, init,
+                               values=values)
     return _with_ranges(task, buffers)
+
+
+BOOL_BYTES = (0, 1)     # what every byte of a torch bool input holds: a precondition the result lists
 
 
 SIGNED_INTEGERS = frozenset({"int8", "int16", "int32", "int64"})

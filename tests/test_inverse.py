@@ -4,6 +4,7 @@ import pytest
 import z3
 
 from orchestrator.provers.inverse import propose
+from semantics.ptx.machine import simplify
 from semantics.terms import subterms
 
 BX, TX = z3.BitVec("ctaid.x", 32), z3.BitVec("tid.x", 32)
@@ -91,3 +92,19 @@ def test_a_cooperative_groups_warp_rank_decodes():
     ty, tz = z3.BitVec("tid.y", 32), z3.BitVec("tid.z", 32)
     index = z3.SignExt(32, 8 * BX + z3.LShR(TX + 256 * ty + 256 * tz, 5))
     _decodes(index, [BX, TX, ty, tz], [(0, 0, 0, 0), (1023, 224, 0, 0), (5, 96, 0, 0)])
+
+
+def _rms_index(channel: int) -> z3.BitVecRef:
+    """nvcc's y[(p / HW)·C·HW + p % HW + c·HW] for p = 256·bx + tx, HW = 2^18, C = 64: a signed division by a
+    power of two rounds toward zero by adding p's sign bits first, and p % HW is p - (p / HW)·HW."""
+    p = TX + 256 * BX
+    rounded = p + z3.Concat(z3.BitVecVal(0, 14), z3.Extract(31, 14, p >> 31))
+    high = z3.Concat(z3.Extract(31, 18, rounded), z3.BitVecVal(0, 18))
+    row = z3.Extract(61, 0, z3.SignExt(32, rounded >> 18))
+    return simplify(z3.Concat(z3.BitVecVal(0, 2), z3.Extract(61, 0, z3.SignExt(32, p - high)) + 2 ** 24 * row)
+                    + channel * 2 ** 18)
+
+
+@pytest.mark.parametrize("channel", [0, 5, 63])
+def test_a_signed_division_by_a_power_of_two_decodes(channel):
+    _decodes(_rms_index(channel), [BX, TX], [(0, 0), (1023, 255), (2048, 17), (458751, 255)])

@@ -128,3 +128,16 @@ def test_a_range_that_cannot_be_a_precondition_is_an_intake_error(tmp_path, line
     ran = CliRunner().invoke(main, ["verify", str(task), "--json"])
     assert ran.exit_code == 3, ran.output
     assert "range" in ran.stdout and why in ran.stdout
+
+
+def test_a_bool_input_carries_the_range_of_its_bytes_and_a_bool_output_none() -> None:
+    from types import SimpleNamespace
+
+    from orchestrator.pipeline import _buffers
+    from semantics.torch.graph import TensorSpec
+
+    specs = {"mask": TensorSpec((8,), "bool"), "x": TensorSpec((8,), "float32"), "y": TensorSpec((8,), "bool")}
+    origin = {"mask": ("input", 1), "x": ("input", 0), "y": ("output", 0)}
+    buffers = _buffers(SimpleNamespace(tensors={}), specs, origin)
+    assert buffers["mask"].values == (0, 1) and buffers["mask"].contents().range() == z3.BitVecSort(8)
+    assert buffers["x"].values is None and buffers["y"].values is None

@@ -4,7 +4,7 @@ import z3
 
 from lean_pool.checker import Z3Checker
 from orchestrator.provers.reindex import propose
-from semantics.comprehension import MAX_FROM, SUM, max_over, sum_over
+from semantics.comprehension import MAX_FROM, MIN_FROM, SUM, max_over, min_over, sum_over
 from semantics.properties.reductions import Matcher
 
 INDEX = z3.BitVecSort(64)
@@ -72,6 +72,29 @@ def test_max_missing_an_element_is_not_matched():
     reference = max_over(A(base), 1, 1000, m, A(base + m))
     k2, _ = matcher().rewrite(kernel, reference)
     assert k2.decl() == MAX_FROM
+
+
+def _unrolled_then_remainder(over, main: int, rest: int) -> z3.ArithRef:
+    """nvcc's running max/min over a row of 1000 from x[0]: `main` iterations of 4 lanes from column 1, then
+    a remainder loop of `rest` columns started from the main loop's result."""
+    j, k = z3.BitVec("j", 64), z3.BitVec("k", 64)
+    base = ROW * 1000
+    lanes = A(base + 1 + 4 * j)
+    for i in range(1, 4):
+        lanes = z3.If(lanes >= A(base + 1 + 4 * j + i), lanes, A(base + 1 + 4 * j + i)) if over is max_over \
+            else z3.If(lanes <= A(base + 1 + 4 * j + i), lanes, A(base + 1 + 4 * j + i))
+    inner = over(A(base), 0, main, j, lanes)
+    return over(inner, 0, rest, k, A(base + 1 + 4 * main + k))
+
+
+def test_a_running_max_or_min_started_from_another_is_one_union():
+    m = z3.BitVec("m", 64)
+    for over, decl in ((max_over, MAX_FROM), (min_over, MIN_FROM)):
+        reference = over(A(ROW * 1000), 1, 1000, m, A(ROW * 1000 + m))
+        k2, r2 = matcher().rewrite(_unrolled_then_remainder(over, 249, 3), reference)
+        assert z3.eq(k2, r2), decl
+        k2, _ = matcher().rewrite(_unrolled_then_remainder(over, 249, 2), reference)   # the last column missed
+        assert k2.decl() == decl
 
 
 def test_progression_tiling_arithmetic():
@@ -365,3 +388,18 @@ def test_an_unrolled_sum_with_a_column_twice_is_not_matched():
 
 def test_an_unrolled_sum_missing_a_column_is_not_matched():
     assert not _proves_equal(*_unrolled_softmax(list(range(16)), [i for i in range(16) if i != 0]))
+
+
+def _mean_square_plus_eps(columns: list[int]) -> z3.ArithRef:
+    """nvcc's fully unrolled Σ x² over a row of 16, as the chain x₀² + (x₁² + (…)), then / 16 + ε."""
+    total = z3.RealVal(0)
+    for i in columns:
+        total = A(ROW * 16 + i) * A(ROW * 16 + i) + total
+    return total / 16 + z3.RealVal("1/100000")
+
+
+def test_an_unrolled_chain_of_squares_matches_a_mean():
+    m = z3.BitVec("m", 64)
+    reference = sum_over(0, 16, m, A(ROW * 16 + m) * A(ROW * 16 + m)) / 16 + z3.RealVal("1/100000")
+    assert _proves_equal(_mean_square_plus_eps(list(range(16))), reference)
+    assert not _proves_equal(_mean_square_plus_eps(list(range(15))), reference)   # the last column missed

@@ -57,6 +57,7 @@ PROOF_MODELS = {
     "int_sum": _model("x.sum(dim=1)", "torch.randint(0, 5, (4, 4))"),
     "constant": _model("x + torch.tensor(2.0)", "torch.randn(4)"),
     "to_int": _model("x.to(torch.int32)", "torch.randn(4)"),
+    "bool_mask": _model("x * m", "torch.randn(8), torch.randint(0, 2, (8,)).bool()", "x, m"),
     "bn_train": HEADER + textwrap.dedent("""
         class Model(nn.Module):
             def __init__(self):
@@ -184,6 +185,14 @@ def test_silu(graphs):
     x = _real_fn("X")
     term = _one_output(graphs["silu"], RefEnv({"input:0": x}, {}))
     assert _proved(term == x(E) * (1 / (1 + ideal("exp")(-x(E)))), 4096)
+
+
+def test_bool_input_is_its_storage_byte_read_as_nonzero(graphs):
+    """A kernel sees a bool tensor as one byte per element; the reference reads that byte as byte ≠ 0."""
+    x, m = _real_fn("X"), z3.Function("M", z3.BitVecSort(64), z3.BitVecSort(8))
+    term = _one_output(graphs["bool_mask"], RefEnv({"input:0": x, "input:1": m}, {}))
+    assert _proved(term == z3.If(m(E) != 0, x(E), 0), 8)
+    assert not _proved(term == z3.If(m(E) == 1, x(E), 0), 8)
 
 
 def test_scalar_input_is_symbolic(graphs):

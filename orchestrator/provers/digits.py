@@ -73,20 +73,31 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.
         return None
     base, places = found
     plain, on_digits, const = _split(form, forms.quotients)
-    k = next(iter(plain.values()), 0) // next(iter(base.values()))
-    if any(plain.get(n, 0) != k * c for n, c in base.items()) or set(plain) - set(base):
+    # variables beside L (a loop's iteration k stepping over channels) are digits of their own
+    extra = {n: c for n, c in plain.items() if n not in base}
+    k = next((c for n, c in plain.items() if n in base), 0) // next(iter(base.values()))
+    if any(plain.get(n, 0) != k * c for n, c in base.items()):
         return None
-    weights = {n: k * places[n] + on_digits.get(n, 0) for n in places} | {"low": k}
+    weights = {n: k * places[n] + on_digits.get(n, 0) for n in places} | {"low": k} | extra
     if any(w <= 0 for w in weights.values()):
         return None
-    rest, linear = e - const, z3.BitVecVal(0, 64)
+    rest, linear, decoded = e - const, z3.BitVecVal(0, 64), {}
     for name, w in sorted(weights.items(), key=lambda item: -item[1]):
         value = z3.UDiv(rest, w)
         rest = z3.URem(rest, w)
-        linear = linear + value * (places[name] if name in places else 1)
+        if name in extra:
+            decoded[name] = value
+        else:
+            linear = linear + value * (places[name] if name in places else 1)
     terms = {n: t for dividend, _ in forms.quotients.values() for n, (t, _) in dividend[0].items()}
     base_term = sum((_wide(terms[n]) * c for n, c in base.items()), z3.BitVecVal(0, 64))
-    return invert(key, simplify(base_term), variables, simplify(linear))
+    found = invert(key, simplify(base_term), variables, simplify(linear))
+    if found is None:
+        return None
+    for v in variables:
+        if str(v) in decoded:
+            found[str(v)] = simplify(z3.Extract(v.size() - 1, 0, decoded[str(v)]) if v.size() < 64 else decoded[str(v)])
+    return found
 
 
 def _wide(term: z3.BitVecRef) -> z3.BitVecRef:

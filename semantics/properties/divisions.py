@@ -5,6 +5,11 @@ kernel computed e as `300·c + r`. Proving `(300·c + r) / 300 = c` inside a lar
 a 64-bit divider circuit; here it is one small obligation instead. A hint splits the dividend as
 `K·A + B`; if `K·A + B` equals it without wrap-around (checked at 128 bits) and `B < K`, then the quotient
 is A and the remainder B, and the division is replaced by them. A rejected hint changes nothing.
+
+Where the prover's split fails (a dividend that is no multiple-plus-rest of affine terms: the reference's
+`e / C` of an output index e the kernel took apart itself with `idx / C` in 32 bits), the kernel's own
+quotients by the same divisor are tried as A, with B = dividend - K·A: both sides then read the one
+division atom, and the comparison no longer needs a divider circuit for each.
 """
 
 from __future__ import annotations
@@ -37,25 +42,48 @@ def defines(dividend: z3.BitVecRef, divisor: int, quotient: z3.BitVecRef, remain
 
 
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: Checker, timeout_s: float,
-            record, accepted: dict, key: str) -> z3.ExprRef:
-    """`term` with every division by a constant that a proved split explains replaced by its parts."""
+            record, accepted: dict, key: str, kernel: z3.ExprRef | None = None) -> z3.ExprRef:
+    """`term` with every division by a constant that a proved split explains replaced by its parts: the
+    prover's split first, then one through each of `kernel`'s own quotients by that divisor."""
     done: dict[tuple[int, int], tuple[z3.BitVecRef, z3.BitVecRef] | None] = {}
     for division in by_constant(term):
         dividend, divisor = division.arg(0), division.arg(1).as_long()
         cache_key = (dividend.get_id(), divisor)
         if cache_key not in done:
             name = f"{key}:div{len(done)}"
-            parts = split(name, dividend, divisor)
-            done[cache_key] = parts if parts is not None and _proved(dividend, divisor, parts, hypothesis, checker,
-                                                                   timeout_s, record) else None
+            candidates = [split(name, dividend, divisor), *through_quotients(kernel, dividend, divisor)]
+            done[cache_key] = next((parts for parts in candidates if parts is not None and
+                                    _proved(dividend, divisor, parts, hypothesis, checker, timeout_s, record)), None)
             if done[cache_key] is not None:
-                accepted[name] = parts
+                accepted[name] = done[cache_key]
         parts = done[cache_key]
         if parts is None:
             continue
         quotient, remainder = parts
         term = z3.substitute(term, (division, quotient if is_quotient(division) else remainder))
     return term
+
+
+QUOTIENTS = {z3.Z3_OP_BUDIV: z3.ZeroExt, z3.Z3_OP_BUDIV_I: z3.ZeroExt, z3.Z3_OP_BSDIV: z3.SignExt,
+             z3.Z3_OP_BSDIV_I: z3.SignExt}   # how a narrower quotient widens to the dividend's width
+
+
+def through_quotients(kernel: z3.ExprRef | None, dividend: z3.BitVecRef,
+                      divisor: int) -> list[tuple[z3.BitVecRef, z3.BitVecRef]]:
+    """(A, dividend - divisor·A) for each quotient A of `kernel` by `divisor` (widened to the dividend's
+    width, as its signedness says): a guess the caller proves with `defines`, free of bound variables."""
+    if kernel is None:
+        return []
+    found = []
+    for t in subterms(kernel):
+        if z3.is_app(t) and t.decl().kind() in QUOTIENTS and z3.is_bv_value(t.arg(1)) and \
+                t.arg(1).as_long() == divisor and t.size() <= dividend.size() and \
+                not any(z3.is_var(u) for u in subterms(t)):
+            grow = dividend.size() - t.size()
+            quotient = QUOTIENTS[t.decl().kind()](grow, t) if grow else t
+            if not any(quotient.eq(q) for q, _ in found):
+                found.append((quotient, dividend - quotient * divisor))
+    return found
 
 
 def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout_s: float, record) -> bool:

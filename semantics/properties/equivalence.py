@@ -44,6 +44,10 @@ RESAMPLES = 24
 UNIT_RESAMPLES = 24
 UNITS = (-1, 1)                                  # a default element (all but a few of a row) in those draws
 SMALL = (-2, -1, Fraction(1, 2), 1, 2, 3)        # an element with a value of its own
+# draws where every element has one sign: a max started at 0 differs only when all of a row is negative, a
+# min started at 0 only when all is positive, and a row of random signs almost never is
+SIGNED = {"negative": -1, "positive": 1}
+SIGNED_RESAMPLES = 4
 UNMATCHED_TIMEOUT_S = 10.0
 E_INDEX = z3.BitVec("e", 64)   # the element variable of coverage and supersession conditions
 
@@ -92,7 +96,7 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
     hypothesis, value, expected = hypothesis_at(access, j, buffer, launch_ok), access.values[j], reference(index)
     top = goal(access, j, buffer, expected, launch_ok)
     if divide:
-        expected = divide(expected, hypothesis)
+        expected = divide(expected, hypothesis, value)
     if pad:
         value = pad(value, hypothesis)
     rewriter = matcher(hypothesis) if matcher else None
@@ -174,8 +178,9 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
                                     Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key,
                                             provers.search))
 
-            def divide(term, hypothesis, key=key):
-                return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key)
+            def divide(term, hypothesis, kernel, key=key):
+                return divisions.rewrite(term, hypothesis, provers.split, checker, timeout_s, record, accepted, key,
+                                         kernel)
 
             def pad(term, hypothesis):
                 return padding.rewrite(term, hypothesis, checker, timeout_s, record)
@@ -346,13 +351,15 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
     """(kernel value, reference value, inputs read) on real numbers, first with the model's inputs, then
     with drawn ones at the same thread; None when no evaluation shows a difference that floats can show (a
     witness reports both values as numbers). Two kinds of draws: random ratios, and 'unit' draws that give
-    every default element ±1 and the few others small values. A running product over a long row overflows
+    every default element ±1 and the few others small values; last, draws of one sign for every element. A
+    running product over a long row overflows
     or vanishes at almost any ratios, so when a Prod is compared the unit draws come first."""
     concrete_value = z3.substitute(value, *fixes) if fixes else value
     concrete_expected = z3.substitute(expected, *fixes) if fixes else expected
     products = applications(concrete_value, (PROD,)) or applications(concrete_expected, (PROD,))
     draws = ["unit"] * UNIT_RESAMPLES + ["ratio"] * RESAMPLES if products else \
         ["ratio"] * RESAMPLES + ["unit"] * UNIT_RESAMPLES
+    draws += [sign for sign in SIGNED for _ in range(SIGNED_RESAMPLES)]
     rng = random.Random(0)
     overrides: dict = {}
     for draw in (*draws, None):
@@ -369,6 +376,8 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
 
 
 def _drawn(rng: random.Random, draw: str, default: bool) -> Fraction:
+    if draw in SIGNED:
+        return SIGNED[draw] * Fraction(rng.randint(1, 400), rng.randint(1, 100))
     if draw == "ratio":
         return Fraction(rng.choice([-1, 1]) * rng.randint(1, 400), rng.randint(1, 100))
     return Fraction(rng.choice(UNITS if default else SMALL))

@@ -65,6 +65,7 @@ class TileCutter:
         targets = [n for r in (t for t in _sums(reference) if is_comprehension(t)) if (n := _size(r)) is not None]
         if not targets:
             return kernel, reference
+        cut = []   # (kernel Sum, its parts), substituted at once: one pass over a block's thousand partial sums
         for n, s in enumerate(_sums(kernel)):
             lo, hi = (b.as_long() for b in s.children()[:2])
             var = z3.BitVec(f"tile!{self.key}.{n}", 64)
@@ -76,8 +77,8 @@ class TileCutter:
             # when a certificate is checked in another process
             lanes = sorted(lanes, key=lambda t: t.sexpr())
             parts = [self._lane(lane, var, lo, hi, f"{n}.{i}") for i, lane in enumerate(lanes)]
-            kernel = z3.substitute(kernel, (s, z3.Sum(parts) if len(parts) > 1 else parts[0]))
-        return kernel, reference
+            cut.append((s, z3.Sum(parts) if len(parts) > 1 else parts[0]))
+        return (z3.substitute(kernel, *cut) if cut else kernel), reference
 
     def _lane(self, lane: z3.ArithRef, var: z3.BitVecRef, lo: int, hi: int, name: str) -> z3.ArithRef:
         cut = self._guess(lane, var, lo, hi)

@@ -46,7 +46,7 @@ from semantics.properties import nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
-from semantics.properties.unions import MATCHED, unions, unrolled
+from semantics.properties.unions import EXTREMA, MATCHED, unions, unrolled
 from semantics.terms import applications, constants, mentions, reaching
 
 
@@ -187,7 +187,8 @@ class Matcher:
         Sum comprehensions or a max over several: a reduction split over lanes, loops or threads) wherever they
         occur, innermost first, then pairs, innermost first. A union inside another reduction's body (the
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
-        if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
+        # (an unrolled sum is one flat sum once simplified: nvcc's chain a + (b + (c + …)) is not, before)
+        if not innermost(reference) or not (innermost(kernel) or unrolled(z3.simplify(kernel, elim_sign_ext=False))):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
         kernel, reference = nested_sums.rewrite(self, kernel, reference)
@@ -234,7 +235,7 @@ class Matcher:
                     if cr.decl() != union.decl or (union.term.get_id(), cr.get_id()) in tried:
                         continue
                     tried.add((union.term.get_id(), cr.get_id()))
-                    if self._equal(union.parts, cr, inits_apart=union.decl == MAX_FROM):
+                    if self._equal(union.parts, cr, inits_apart=union.decl in EXTREMA):
                         symbol = self._symbol(cr)
                         kernel = union.replaced(kernel, symbol)
                         reference = z3.substitute(reference, (cr, symbol))

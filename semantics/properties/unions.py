@@ -19,6 +19,7 @@ from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM, SUM, is_
 from semantics.terms import reaching, reaching_ids, subterms
 
 MATCHED = (SUM, MAX_FROM, MIN_FROM)   # the comprehensions whose theorems the matcher states
+EXTREMA = (MAX_FROM, MIN_FROM)        # unions of these are sets of elements (the inits among them)
 
 
 def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
@@ -37,6 +38,21 @@ def _max_elements(term: z3.ExprRef) -> list[z3.ExprRef]:
     return out
 
 
+def _chain(t: z3.ExprRef) -> list[z3.ExprRef]:
+    """The elements of a running max/min whose start is another such reduction (nvcc's unrolled loop and its
+    remainder loop, the remainder's MaxFrom starting from the main loop's): each comprehension of the
+    chain as a family (its init left out, `_equal(..., inits_apart=True)`) and the first start as an element
+    of its own. Empty unless `t` is such a chain."""
+    if not (z3.is_app(t) and t.decl() in EXTREMA and z3.is_app(t.arg(0)) and t.arg(0).decl() == t.decl()):
+        return []
+    decl = t.decl()
+    out = []
+    while z3.is_app(t) and t.decl() == decl:
+        out.append(t)
+        t = t.arg(0)
+    return [*out, t]
+
+
 @dataclass(frozen=True)
 class Union:
     """Several comprehensions of the kernel that together are one reduction: the elements of a max tree
@@ -48,12 +64,13 @@ class Union:
     parts: list[z3.ExprRef]
     members: list[z3.ExprRef]            # sums: the summands of `term` that are the parts (Sᵢ or c·Sᵢ); max: []
     coefficient: z3.ArithRef | None = None
+    flat: bool = False                   # an unrolled sum's members c·pᵢ (pᵢ the parts), direct summands of term
 
     def replaced(self, kernel: z3.ExprRef, symbol: z3.ArithRef) -> z3.ExprRef:
         """The kernel with the union's value named by `symbol` (proved equal to the reduction of the parts)."""
-        if self.decl == MAX_FROM:
+        if self.decl in EXTREMA:
             return z3.substitute(kernel, (self.term, symbol))
-        if _grouped_everywhere(kernel, self.parts, self.members):
+        if not self.flat and _grouped_everywhere(kernel, self.parts, self.members):
             # every occurrence of a part is as a member of a sum that holds all of them (in the value and
             # inside comprehension bodies: a variance's Σ (x - mean)²): there Σ c·Sᵢ = c·σ, which is what the
             # first part as σ and the others as 0 leave
@@ -99,12 +116,16 @@ def unions(term: z3.ExprRef) -> list[Union]:
         if (t.get_id(), in_max) in seen or t.get_id() not in holding:
             continue
         seen.add((t.get_id(), in_max))
-        is_max = _is_max_node(t)
+        is_max, chain = _is_max_node(t), [] if in_max else _chain(t)
         if is_max and not in_max:
             elements = _max_elements(t)
             if any(is_comprehension(e) for e in elements) and \
                     all(innermost_part(e) or e.get_id() not in holding for e in elements):
                 out.append(Union(t, MAX_FROM, elements, []))
+        elif chain:
+            if all(innermost_part(e) or e.get_id() not in holding for e in chain):
+                out.append(Union(t, t.decl(), chain, []))
+            continue   # (a chain's tail is no union of its own)
         elif z3.is_add(t):
             out.extend(_sum_groups(t, innermost_part))
         children = [t.arg(1), t.arg(2)] if is_max else t.children() if z3.is_app(t) else []
@@ -139,9 +160,32 @@ def unrolled(term: z3.ExprRef) -> list[Union]:
     holding = reaching_ids(term, lambda ast: z3.Z3_get_ast_id(ref, ast) in roots)
     out = []
     for t, decl, parts in found:
-        if not any(part.get_id() in holding for part in parts):
+        if any(part.get_id() in holding for part in parts):
+            continue
+        scaled = _scaled_summands(parts) if decl == SUM else None
+        if scaled is not None:
+            out.append(scaled(t))
+        else:
             out.append(Union(t, decl, parts, parts if decl == SUM else [], z3.RealVal(1) if decl == SUM else None))
     return out
+
+
+def _scaled_summands(summands: list[z3.ExprRef]) -> Callable[[z3.ExprRef], Union] | None:
+    """The union of an unrolled sum whose summands are mostly c·pᵢ for one rational c ≠ 1 (z3 distributed a
+    mean's 1/n over the unrolled sum, next to an epsilon): its parts the pᵢ, its members the c·pᵢ. None when
+    no such group has MIN_UNROLLED summands and more than half of them."""
+    groups: dict[str, tuple[z3.ArithRef, list, list]] = {}
+    for u in summands:
+        if z3.is_mul(u) and z3.is_rational_value(u.arg(0)) and u.num_args() >= 2:
+            rest = u.arg(1) if u.num_args() == 2 else z3.Product(*u.children()[1:])
+            groups.setdefault(str(u.arg(0)), (u.arg(0), [], []))
+            groups[str(u.arg(0))][1].append(rest)
+            groups[str(u.arg(0))][2].append(u)
+    best = max(groups.values(), key=lambda g: len(g[1]), default=None)
+    if best is None or len(best[1]) < max(MIN_UNROLLED, len(summands) // 2 + 1):
+        return None
+    c, parts, members = best
+    return lambda t: Union(t, SUM, parts, members, c, flat=True)
 
 
 def _sum_groups(t: z3.ExprRef, innermost_part: Callable) -> list[Union]:

@@ -544,6 +544,8 @@ class _Interpreter:
             raise KeyError(f"RefEnv.tensors has no function for {key}")
         if decl.arity() != 1 or decl.domain(0) != z3.BitVecSort(64):
             raise TypeError(f"{key}: expected a function of one BitVec(64) index")
+        if dtype == "bool" and decl.range() == z3.BitVecSort(8):   # a bool tensor's storage: one byte each
+            return lazy.from_storage(lambda f: decl(f) != 0, shape, dtype)
         _check_sort(decl.range(), dtype, key)
         return lazy.from_storage(decl, shape, dtype)
 
