@@ -1,0 +1,110 @@
+"""nvcc's magic-number division read back as a division (`semantics.ptx.magic`): the theorem exhaustively at 8
+bits, and each rewrite proved equal to the term it replaces by the solver (at 12 bits, where a divider is
+small) — the simplifier is untrusted until the solver agrees (STYLE 3)."""
+
+from __future__ import annotations
+
+import pytest
+import z3
+
+from semantics.ptx import magic
+
+W = 12
+
+
+def _proves(claim: z3.BoolRef) -> bool:
+    solver = z3.Solver()
+    solver.add(z3.Not(claim))
+    return solver.check() == z3.unsat
+
+
+def _mul_hi(x: z3.BitVecRef, m: int) -> z3.BitVecRef:
+    """What the executor builds for `mul.hi.u x, m` (`instructions._int_multiply`)."""
+    w = x.size()
+    return z3.Extract(2 * w - 1, w, z3.ZeroExt(w, x) * z3.ZeroExt(w, z3.BitVecVal(m, w)))
+
+
+def _shr(t: z3.BitVecRef, c: int) -> z3.BitVecRef:
+    return z3.LShR(t, z3.BitVecVal(c, t.size()))
+
+
+def _magic(d: int, w: int) -> tuple[int, int]:
+    """nvcc's (M, s) for an unsigned division by d: M = ⌈2^(w+s)/d⌉ with the least s that is exact for every
+    w-bit x, else s = ⌈log2 d⌉ with M of w + 1 bits (the add form)."""
+    for s in range((d - 1).bit_length()):
+        m = -(-(1 << (w + s)) // d)
+        if m < 1 << w and m * d - (1 << (w + s)) <= 1 << s:
+            return m, s
+    s = (d - 1).bit_length()
+    return -(-(1 << (w + s)) // d), s
+
+
+def test_theorem_holds_exhaustively_at_8_bits():
+    """Every (M, n, bound) that `divisor` accepts gives ⌊x·M/2^n⌋ = ⌊x/d⌋ for every x up to the bound."""
+    accepted = 0
+    for m in range(1, 1 << 9):
+        for n in range(8, 18):
+            for bound in (255, 127, 31):
+                d = magic.divisor(m, n, bound)
+                if d is None:
+                    continue
+                accepted += 1
+                assert all((x * m) >> n == x // d for x in range(bound + 1)), (m, n, bound, d)
+    assert accepted > 1000
+
+
+def test_divisor_refuses_a_reciprocal_too_coarse_for_the_range():
+    # M = 0x33 ≈ 2^8/5 rounded down: ⌊255·51/256⌋ = 50 but 255 / 5 = 51
+    assert magic.divisor(51, 8, 255) is None
+
+
+@pytest.mark.parametrize("d", [3, 5, 6, 7, 10, 100, 255, 510, 641, 1000])
+def test_mul_hi_and_shift_rewrites_to_the_division(d):
+    x = z3.BitVec("x", W)
+    m, s = _magic(d, W)
+    if m >= 1 << W:
+        t = _mul_hi(x, m - (1 << W))           # the add form: ((x - t) >> 1 + t) >> (s - 1)
+        exact = _shr(_shr(x - t, 1) + t, s - 1)
+        term = magic.rewrite(_shr(magic.rewrite(_shr(x - t, 1) + t), s - 1))
+    else:
+        exact = _shr(_mul_hi(x, m), s)
+        term = magic.rewrite(_shr(magic.rewrite(_mul_hi(x, m)), s))
+    rewritten = term
+    assert z3.is_app_of(rewritten, z3.Z3_OP_BUDIV), rewritten
+    assert rewritten.arg(1).as_long() == d
+    assert _proves(rewritten == exact)
+
+
+def test_a_bounded_dividend_admits_a_shorter_reciprocal():
+    """(y >> 4) is below 2^8: a reciprocal good only there is accepted, and is right there."""
+    y = z3.BitVec("y", W)
+    x = _shr(y, 4)
+    m = -(-(1 << W) // 7)                    # ⌈2^12/7⌉, e = 6: exact for x·6 < 2^12 only
+    exact = _mul_hi(x, m)
+    rewritten = magic.rewrite(exact)
+    assert z3.is_app_of(rewritten, z3.Z3_OP_BUDIV) and rewritten.arg(1).as_long() == 7 * 16
+    assert _proves(rewritten == exact)
+
+
+def test_an_unbounded_dividend_keeps_a_short_reciprocal_as_it_is():
+    x = z3.BitVec("x", W)
+    m = -(-(1 << W) // 7)
+    exact = _mul_hi(x, m)
+    assert magic.rewrite(exact).eq(exact)
+    assert not _proves(z3.UDiv(x, 7) == exact)    # and rightly: it is wrong near 2^12
+
+
+def test_a_signed_product_is_left_alone():
+    x = z3.BitVec("x", W)
+    signed = z3.Extract(2 * W - 1, W, z3.SignExt(W, x) * z3.SignExt(W, z3.BitVecVal(0x5556, W)))
+    assert magic.rewrite(signed).eq(signed)
+
+
+def test_upper_bounds_hold():
+    """Each structural bound is a bound: the solver finds no value above it."""
+    a, b = z3.BitVec("a", 32), z3.BitVec("b", 32)
+    wide = z3.ZeroExt(32, a) * z3.ZeroExt(32, z3.BitVecVal(256, 32)) + z3.ZeroExt(32, b & 255)
+    for term in (wide, z3.UDiv(wide, 510), z3.URem(wide, 510), _shr(wide, 3), z3.Extract(15, 0, wide),
+                 z3.If(a == 0, z3.ZeroExt(32, b), z3.BitVecVal(7, 64))):
+        bound = magic.upper(term)
+        assert _proves(z3.ULE(term, z3.BitVecVal(bound, term.size()))), term
