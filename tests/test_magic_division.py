@@ -108,3 +108,19 @@ def test_upper_bounds_hold():
                  z3.If(a == 0, z3.ZeroExt(32, b), z3.BitVecVal(7, 64))):
         bound = magic.upper(term)
         assert _proves(z3.ULE(term, z3.BitVecVal(bound, term.size()))), term
+
+
+def test_a_quotient_with_its_low_bits_cleared_is_a_multiple_of_the_division():
+    """LLVM's `hi & 0x3FFFFFFFFF800000` reuses the mul.hi of x / d for (x / (d·2^j))·2^k (67_conv1d's batch
+    offset): here hi = ⌊x·M/2^W⌋ with x / 10 = hi >> s, and the bits of hi below 2^(s+2) cleared."""
+    x = z3.BitVec("x", W)
+    m, s = _magic(10, W)
+    hi = _mul_hi(x, m)
+    top = magic.upper(hi).bit_length()
+    mask = (1 << top) - (1 << (s + 2))
+    exact = hi & mask
+    rewritten = magic.rewrite(exact)
+    assert not rewritten.eq(exact)
+    assert _proves(rewritten == exact)
+    gap = hi & (mask | 1)                       # not one run of ones: left alone
+    assert magic.rewrite(gap).eq(gap)

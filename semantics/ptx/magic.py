@@ -21,6 +21,7 @@ below makes them equal for every value the dividend can take. Everything is on n
   = q + (r + x·e/2^n)/d, and 0 ≤ x·e/2^n ≤ X·e/2^n < 1, so 0 ≤ r + x·e/2^n < r + 1 ≤ d: the floor is q.
 * X comes from `upper`, an interval bound read off the term's structure (constants, zero extensions,
   shifts, divisions, remainders, masks, sums and products that cannot wrap).
+* Cleared low bits: `t & c` with c the ones of bits k..h and t < 2^(h+1) is (t >> k)·2^k.
 * Nested divisions: ⌊⌊x/a⌋/b⌋ = ⌊x/(a·b)⌋, so `(x >> p) / d` and `(x / d) >> c` become one division when
   the combined divisor fits the width (the rewrite only merges what it built, keeping terms short).
 
@@ -123,6 +124,9 @@ def _upper(term: z3.ExprRef, upper) -> int:
         return term.as_long()
     if not z3.is_app(term):
         return top
+    form = floor_form(term)
+    if form is not None:   # ⌊x·M / 2^n⌋ grows with x
+        return min((upper(form[0]) * form[1]) >> form[2], top)
     kind = term.decl().kind()
     args = [term.arg(i) for i in range(term.num_args())]
     if kind == z3.Z3_OP_ZERO_EXT:
@@ -171,11 +175,34 @@ def _merged(x: z3.BitVecRef, d: int) -> z3.BitVecRef | None:
     return z3.UDiv(x, z3.BitVecVal(d, w))
 
 
+def _low_cleared(term: z3.ExprRef) -> z3.ExprRef | None:
+    """`t & c`, c the ones of bits k..h and t below 2^(h+1): that is (t >> k)·2^k (the bits above h are zero
+    already), with t >> k rewritten as a division where it is one. LLVM clears a quotient's low bits so
+    (x / d / 2^k)·2^k reuses the product of x / d: `and.b64 r, hi, 0x3FFFFFFFFF800000`."""
+    if not z3.is_app_of(term, z3.Z3_OP_BAND) or term.num_args() != 2:
+        return None
+    for t, c in ((term.arg(0), term.arg(1)), (term.arg(1), term.arg(0))):
+        mask = _value(c)
+        if not mask or floor_form(t) is None:
+            continue
+        k = (mask & -mask).bit_length() - 1
+        h = mask.bit_length() - 1
+        if mask != (1 << (h + 1)) - (1 << k) or upper(t) >= 1 << (h + 1):
+            continue
+        quotient = rewrite(z3.LShR(t, z3.BitVecVal(k, t.size())))
+        if z3.is_app_of(quotient, z3.Z3_OP_BUDIV):
+            return quotient * (1 << k)
+    return None
+
+
 def rewrite(term: z3.ExprRef) -> z3.ExprRef:
     """`term` as a division by a constant where it is a floor form the theorem covers; `(x / d) >> c` as
-    x / (d·2^c); else `term` unchanged."""
+    x / (d·2^c); a floor form with its low bits cleared as (x / d)·2^k; else `term` unchanged."""
     if not z3.is_bv(term):
         return term
+    cleared = _low_cleared(term)
+    if cleared is not None:
+        return cleared
     shifted = _shift_amount(term)
     if shifted is not None and z3.is_app_of(shifted[0], z3.Z3_OP_BUDIV):
         merged = _merged(shifted[0], 1 << shifted[1])
