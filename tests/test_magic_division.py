@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 import z3
 
+from semantics.properties import divisions
 from semantics.ptx import magic
 
 W = 12
@@ -124,3 +125,63 @@ def test_a_quotient_with_its_low_bits_cleared_is_a_multiple_of_the_division():
     assert _proves(rewritten == exact)
     gap = hi & (mask | 1)                       # not one run of ones: left alone
     assert magic.rewrite(gap).eq(gap)
+
+
+def test_the_add_form_over_a_mul_hi_already_read_as_a_division():
+    """42_maxpool2d: nvcc's add form for x / 130816 uses the mul.hi of x / 511, which is exact alone (s = 0)
+    for a bounded x and was rewritten first; the add form is still recognised through it."""
+    x = z3.ZeroExt(4, z3.BitVec("x", W - 4))
+    m = -(-(1 << W) // 7)                      # ⌈2^12/7⌉: exact alone for x < 2^8
+    hi = magic.rewrite(_mul_hi(x, m))
+    assert z3.is_app_of(hi, z3.Z3_OP_BUDIV)
+    exact = _shr(_shr(x - _mul_hi(x, m), 1) + _mul_hi(x, m), 2)
+    rewritten = magic.rewrite(_shr(magic.rewrite(_shr(x - hi, 1) + hi), 2))
+    assert z3.is_app_of(rewritten, z3.Z3_OP_BUDIV), rewritten
+    assert _proves(rewritten == exact)
+
+
+def test_a_quotient_shifted_left_then_masked():
+    """42_maxpool2d's plane offset: `shl q, 1; and q, 0x3FFFFFFFFFFC0000` over the add form's q."""
+    x = z3.ZeroExt(4, z3.BitVec("x", W - 4))
+    m, s = _magic(10, W)
+    hi = _mul_hi(x, m)
+    top = (magic.upper(hi) << 1).bit_length()
+    exact = (hi << 1) & ((1 << top) - (1 << (s + 2)))
+    rewritten = magic.rewrite(exact)
+    assert not rewritten.eq(exact)
+    assert _proves(rewritten == exact)
+
+
+def _index(e: z3.BitVecRef) -> z3.BitVecRef:
+    """A pooling window's read: plane / (511·511), row / 511 mod 511, column mod 511 of a bounded e."""
+    wide = z3.ZeroExt(32, e)
+    return (z3.UDiv(wide, 261121) * 262144 + z3.URem(z3.UDiv(wide, 511), 511) * 512 + z3.URem(wide, 511))
+
+
+def test_purified_divisions_keep_every_answer():
+    """`divisions.purified` is equisatisfiable with the formula for each pinned e (the quotients forced), and
+    the out-of-bounds query it speeds up is still unsat, its off-by-one twin still sat."""
+    e = z3.BitVec("e", 32)
+    within = z3.And(z3.ULT(e, 534775808), z3.UGE(_index(e), 2048 * 262144))
+    assert _proves(z3.Not(divisions.purified(within)))
+    outside = z3.And(z3.ULT(e, 534775808 + 1), z3.UGE(_index(e), 2048 * 262144))
+    model_solver = z3.Solver()
+    model_solver.add(divisions.purified(outside))
+    assert model_solver.check() == z3.sat
+    witness = model_solver.model().eval(e, model_completion=True)
+    assert _proves(z3.substitute(outside, (e, witness)))          # the model is one of the formula
+    for value in (0, 510, 511, 261120, 261121, 534775807):
+        pinned = z3.And(e == value, _index(e) == z3.BitVecVal(value // 261121 * 262144 + value // 511 % 511 * 512
+                                                                + value % 511, 64))
+        solver = z3.Solver()
+        solver.add(divisions.purified(pinned))
+        assert solver.check() == z3.sat
+        solver = z3.Solver()
+        solver.add(divisions.purified(z3.And(e == value, z3.Not(pinned))))
+        assert solver.check() == z3.unsat
+
+
+def test_purified_leaves_unbounded_and_power_of_two_divisions():
+    x = z3.BitVec("x", 64)
+    formula = z3.And(z3.UDiv(x, 510) == 3, z3.URem(z3.ZeroExt(32, z3.Extract(31, 0, x)), 512) == 1)
+    assert divisions.purified(formula).eq(formula)

@@ -21,7 +21,7 @@ below makes them equal for every value the dividend can take. Everything is on n
   = q + (r + x·e/2^n)/d, and 0 ≤ x·e/2^n ≤ X·e/2^n < 1, so 0 ≤ r + x·e/2^n < r + 1 ≤ d: the floor is q.
 * X comes from `upper`, an interval bound read off the term's structure (constants, zero extensions,
   shifts, divisions, remainders, masks, sums and products that cannot wrap).
-* Cleared low bits: `t & c` with c the ones of bits k..h and t < 2^(h+1) is (t >> k)·2^k.
+* Cleared low bits: `(t << a) & c` with c the ones of bits k..h, k ≥ a, t·2^a < 2^(h+1) is (t >> (k-a))·2^k.
 * Nested divisions: ⌊⌊x/a⌋/b⌋ = ⌊x/(a·b)⌋, so `(x >> p) / d` and `(x / d) >> c` become one division when
   the combined divisor fits the width (the rewrite only merges what it built, keeping terms short).
 
@@ -78,9 +78,9 @@ def _add_form(term: z3.ExprRef) -> FloorForm | None:
     if not z3.is_app_of(term, z3.Z3_OP_BADD) or term.num_args() != 2:
         return None
     for half, t in ((term.arg(0), term.arg(1)), (term.arg(1), term.arg(0))):
-        hi = _mul_hi(t)
+        hi = floor_form(t)
         shifted = _shift_amount(half)
-        if hi is None or shifted is None or shifted[1] != 1:
+        if hi is None or shifted is None or shifted[1] != 1 or hi[2] != t.size() or hi[1] >= 1 << t.size():
             continue
         difference = shifted[0]
         x, m, w = hi
@@ -90,8 +90,17 @@ def _add_form(term: z3.ExprRef) -> FloorForm | None:
     return None
 
 
+# Divisions `rewrite` built, by id, with the floor form each equals (the term is kept, so its id is not reused):
+# nvcc's add form may use a mul.hi that is itself a division already (x / 511 inside x / 130816).
+_BUILT: dict[int, tuple[z3.ExprRef, FloorForm]] = {}
+
+
 def floor_form(term: z3.ExprRef) -> FloorForm | None:
-    """(x, M, n) with term = ⌊x·M / 2^n⌋ exactly, for the three shapes in the module docstring."""
+    """(x, M, n) with term = ⌊x·M / 2^n⌋ exactly, for the three shapes in the module docstring and the
+    divisions `rewrite` built from one."""
+    built = _BUILT.get(term.get_id())
+    if built is not None and built[0].eq(term):
+        return built[1]
     shifted = _shift_amount(term)
     if shifted is not None:
         inner = floor_form(shifted[0])
@@ -175,21 +184,32 @@ def _merged(x: z3.BitVecRef, d: int) -> z3.BitVecRef | None:
     return z3.UDiv(x, z3.BitVecVal(d, w))
 
 
+def _shifted_left(term: z3.ExprRef) -> tuple[z3.BitVecRef, int]:
+    """(t, a) where the term is t << a for a constant a below the width, else (term, 0)."""
+    if z3.is_app_of(term, z3.Z3_OP_BSHL):
+        a = _value(term.arg(1))
+        if a is not None and a < term.size():
+            return term.arg(0), a
+    return term, 0
+
+
 def _low_cleared(term: z3.ExprRef) -> z3.ExprRef | None:
-    """`t & c`, c the ones of bits k..h and t below 2^(h+1): that is (t >> k)·2^k (the bits above h are zero
-    already), with t >> k rewritten as a division where it is one. LLVM clears a quotient's low bits so
-    (x / d / 2^k)·2^k reuses the product of x / d: `and.b64 r, hi, 0x3FFFFFFFFF800000`."""
+    """`(t << a) & c`, c the ones of bits k..h (k ≥ a) and t·2^a below 2^(h+1): that is (t >> (k - a))·2^k
+    (no bit of t·2^a is lost or lies above h), with t >> (k - a) rewritten as a division where it is one.
+    LLVM clears a quotient's low bits so that (x / d / 2^j)·2^k reuses the product of x / d:
+    `and.b64 r, hi, 0x3FFFFFFFFF800000`, `shl.b64 r, q, 1; and.b64 r, r, 0x3FFFFFFFFFFC0000`."""
     if not z3.is_app_of(term, z3.Z3_OP_BAND) or term.num_args() != 2:
         return None
-    for t, c in ((term.arg(0), term.arg(1)), (term.arg(1), term.arg(0))):
+    for shifted, c in ((term.arg(0), term.arg(1)), (term.arg(1), term.arg(0))):
         mask = _value(c)
+        t, a = _shifted_left(shifted)
         if not mask or floor_form(t) is None:
             continue
         k = (mask & -mask).bit_length() - 1
         h = mask.bit_length() - 1
-        if mask != (1 << (h + 1)) - (1 << k) or upper(t) >= 1 << (h + 1):
+        if mask != (1 << (h + 1)) - (1 << k) or k < a or upper(t) << a >= 1 << (h + 1):
             continue
-        quotient = rewrite(z3.LShR(t, z3.BitVecVal(k, t.size())))
+        quotient = rewrite(z3.LShR(t, z3.BitVecVal(k - a, t.size())))
         if z3.is_app_of(quotient, z3.Z3_OP_BUDIV):
             return quotient * (1 << k)
     return None
@@ -203,14 +223,16 @@ def rewrite(term: z3.ExprRef) -> z3.ExprRef:
     cleared = _low_cleared(term)
     if cleared is not None:
         return cleared
+    form = floor_form(term)
+    if form is not None:
+        x, m, n = form
+        d = divisor(m, n, upper(x))
+        merged = None if d is None else _merged(x, d)
+        if merged is not None:
+            _BUILT[merged.get_id()] = (merged, form)
+            return merged
     shifted = _shift_amount(term)
     if shifted is not None and z3.is_app_of(shifted[0], z3.Z3_OP_BUDIV):
         merged = _merged(shifted[0], 1 << shifted[1])
         return term if merged is None else merged
-    form = floor_form(term)
-    if form is None:
-        return term
-    x, m, n = form
-    d = divisor(m, n, upper(x))
-    merged = None if d is None else _merged(x, d)
-    return term if merged is None else merged
+    return term
