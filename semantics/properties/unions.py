@@ -78,7 +78,7 @@ class Union:
             return z3.simplify(z3.substitute(kernel, (self.parts[0], symbol), *[(p, zero) for p in self.parts[1:]]),
                                elim_sign_ext=False)
         members = {m.get_id() for m in self.members}
-        rest = [u for u in self.term.children() if u.get_id() not in members]
+        rest = [u for u in summands(self.term) if u.get_id() not in members]
         return z3.substitute(kernel, (self.term, z3.Sum(*rest, self.coefficient * symbol)))
 
 
@@ -94,6 +94,23 @@ def _grouped_everywhere(kernel: z3.ExprRef, parts: list[z3.ExprRef], members: li
         if not z3.is_add(t) or not member_ids <= kids or touched - member_ids:
             return False
     return True
+
+
+def _is_real_add(t: z3.ExprRef) -> bool:
+    return z3.is_add(t) and z3.is_real(t)
+
+
+def summands(t: z3.ExprRef) -> list[z3.ExprRef]:
+    """The summands of a tree of real additions (each as often as it occurs): the term is their sum, + being
+    associative. A flat sum's are its children."""
+    out, todo = [], [t]
+    while todo:
+        u = todo.pop()
+        if _is_real_add(u):
+            todo.extend(reversed(u.children()))
+        else:
+            out.append(u)
+    return out
 
 
 def _is_max_node(t: z3.ExprRef) -> bool:
@@ -146,14 +163,18 @@ def unrolled(term: z3.ExprRef) -> list[Union]:
         return []
     inner_nodes: set[int] = set()
     found: list[tuple[z3.ExprRef, z3.FuncDeclRef, list[z3.ExprRef]]] = []
+    inner_sums: set[int] = set()
     for t in subterms(term):
         if _is_max_node(t):
             inner_nodes.update(c.get_id() for c in t.children()[1:] if _is_max_node(c))
+        elif _is_real_add(t):
+            inner_sums.update(c.get_id() for c in t.children() if _is_real_add(c))
     for t in subterms(term):
         if _is_max_node(t) and t.get_id() not in inner_nodes:
             found.append((t, MAX_FROM, _max_elements(t)))
-        elif z3.is_add(t) and z3.is_real(t) and not any(z3.is_add(u) for u in t.children()):
-            found.append((t, SUM, t.children()))   # (flat: its summands are its members, replaced all at once)
+        elif _is_real_add(t) and t.get_id() not in inner_sums:
+            # the summands of the whole tree (an fma chain nests its adds) are its members, replaced at once
+            found.append((t, SUM, summands(t)))
     found = [(t, decl, parts) for t, decl, parts in found if len(parts) >= MIN_UNROLLED]
     roots = {t.get_id() for t, _, _ in found}
     ref = term.ctx_ref()

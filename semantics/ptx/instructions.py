@@ -18,7 +18,7 @@ import z3
 
 from semantics.axioms import ideal
 from semantics.errors import Unsupported
-from semantics.ptx import neginf
+from semantics.ptx import magic, neginf
 from semantics.ptx.ast import Instr, IntImm
 from semantics.ptx.floats import f32
 from semantics.ptx.machine import Pointer, address_is_zero
@@ -187,7 +187,7 @@ def _binary(ex: ThreadState, ins: Instr) -> None:
         ex.write(dst, _saturate(result, ins))
         return
     if ins.opcode == "mul":
-        ex.write(dst, _int_multiply(ex, ins, ty, ex.read(a_op, ty), ex.read(b_op, ty)))
+        ex.write(dst, magic.rewrite(_int_multiply(ex, ins, ty, ex.read(a_op, ty), ex.read(b_op, ty))))
         return
     if ".sat" in ins.mods or ".cc" in ins.mods:
         raise Unsupported(f"`{ins.opcode}{''.join(ins.mods)}` (saturating or carry arithmetic)", f"line {ins.line}")
@@ -196,7 +196,7 @@ def _binary(ex: ThreadState, ins: Instr) -> None:
         return
     if ins.opcode not in INT_BINARY:
         raise Unsupported(f"`{ins.opcode}` on integers", f"line {ins.line}")
-    ex.write(dst, INT_BINARY[ins.opcode](ex.read(a_op, ty), ex.read(b_op, ty), ty.signed))
+    ex.write(dst, magic.rewrite(INT_BINARY[ins.opcode](ex.read(a_op, ty), ex.read(b_op, ty), ty.signed)))
 
 
 def _int_multiply(ex: ThreadState, ins: Instr, ty: PtxType, a: z3.BitVecRef, b: z3.BitVecRef) -> z3.BitVecRef:
@@ -293,7 +293,7 @@ def _shift(ex: ThreadState, ins: Instr) -> None:
     if ins.opcode == "shl":
         value = a << amount
     else:
-        value = a >> amount if ty.signed else z3.LShR(a, amount)
+        value = a >> amount if ty.signed else magic.rewrite(z3.LShR(a, amount))
     ex.write(dst, value)
 
 
