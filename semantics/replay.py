@@ -150,9 +150,9 @@ class Evaluator:
         init = None if plain else self.value(args[0])
         lo, hi, lam = (args if plain else args[1:])
         lo, hi = self.value(lo), self.value(hi)
-        values, copies = None, (None, 0)
+        values, copies = None, []
         if hi - lo > SPARSE_FROM:
-            values, copies = self._sparse(lam, lo, hi)
+            values, copies = self._pieces(lam, lo, hi)
         if values is None:
             if hi - lo > MAX_EXPANDED_TERMS:
                 raise NotConcrete(f"a reduction over {hi - lo} terms")
@@ -160,18 +160,17 @@ class Evaluator:
             # kernel's guards), instead of being evaluated one model query at a time; simplification keeps the value
             values = [self.value(z3.simplify(body_at(lam, z3.BitVecVal(j, 64))))
                       for j in range(lo, max(lo, hi))]
-        if term.decl() == SUM:
-            total = mpmath.fsum(values) if values else mpmath.mpf(0)
-            return total + copies[0] * copies[1] if copies[1] else total
-        if term.decl() == PROD:   # the copies of the other term: one power (an empty product is 1)
-            product = mpmath.fprod(values) if values else mpmath.mpf(1)
-            return product * copies[0] ** copies[1] if copies[1] else product
+        if term.decl() == SUM:   # the copies of one term: one product (of a Prod: one power)
+            return mpmath.fsum([*values, *(v * n for v, n in copies)])
+        if term.decl() == PROD:
+            return mpmath.fprod([*values, *(v ** n for v, n in copies)])
         pick = max if term.decl() == MAX_FROM else min
-        return pick([init, *values, *([copies[0]] if copies[1] else [])])
+        return pick([init, *values, *(v for v, _ in copies)])
 
-    def _sparse(self, lam: z3.QuantifierRef, lo: int, hi: int) -> tuple[list | None, tuple[object, int]]:
-        """(the special terms' values, (the value every other term has, how many others)); None when the body
-        does not allow it (`semantics.sparse`)."""
+    def _pieces(self, lam: z3.QuantifierRef, lo: int, hi: int) -> tuple[list | None, list[tuple[object, int]]]:
+        """(the values of terms taken one by one, [(a value, how many terms have it)]) of a long comprehension,
+        cut where its index guards change (`sparse.guard_pieces`) and each piece replayed sparsely; None when
+        the body allows neither."""
         j = z3.FreshConst(z3.BitVecSort(64), "replay!j")
         body = body_at(lam, j)
 
@@ -179,6 +178,27 @@ class Evaluator:
             pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(t, j)]
             return z3.simplify(z3.substitute(t, *pairs) if pairs else t)
 
+        pieces = sparse.guard_pieces(body, j, lo, hi, concrete)
+        if pieces is None:
+            return None, []
+        values, copies = [], []
+        for start, end, truth in pieces:
+            piece = z3.substitute(body, *[(g, z3.BoolVal(v)) for g, v in truth]) if truth else body
+            if end - start <= SPARSE_FROM:
+                values += [self.value(z3.simplify(z3.substitute(piece, (j, z3.BitVecVal(k, 64)))))
+                           for k in range(start, end)]
+                continue
+            special, other = self._sparse(piece, j, start, end, concrete)
+            if special is None:
+                return None, []
+            values += special
+            copies += [other] if other[1] else []
+        return values, copies
+
+    def _sparse(self, body: z3.ExprRef, j: z3.BitVecRef, lo: int, hi: int,
+                concrete: Callable) -> tuple[list | None, tuple[object, int]]:
+        """(the special terms' values, (the value every other term has, how many others)) of the terms of
+        `body` at j in [lo, hi); None when the body does not allow it (`semantics.sparse`)."""
         special = sparse.special_indices(body, j, lo, hi, concrete, self._explicit)
         if special is None:
             return None, (None, 0)
