@@ -65,6 +65,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import COMPREHENSIONS, PROD, SUM, is_comprehension
+from semantics.properties import compose
 from semantics.terms import applications, reaching, subterms
 
 MAX_TAIL = 64        # the partial group is at most one unrolled iteration: a few elements, never a row
@@ -196,14 +197,20 @@ class PrefixSplitter:
 
 
 class Chain:
-    """Rewriters applied in order: each gets what the previous one left."""
+    """Rewriters applied in order: each gets what the previous one left. `steps` are their rewrites for
+    `compose.close`: a rewriter's own `steps` where it gives them, else one opaque step per rewriter that
+    changed something."""
 
     def __init__(self, *rewriters):
         self.rewriters = rewriters
+        self.steps: list[compose.Step] = []
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         for r in self.rewriters:
-            kernel, reference = r.rewrite(kernel, reference)
+            new = r.rewrite(kernel, reference)
+            own = getattr(r, "steps", None)
+            self.steps += own if own is not None else compose.opaque(kernel, reference, new)
+            kernel, reference = new
         return kernel, reference
 
     @property
