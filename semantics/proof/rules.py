@@ -107,7 +107,11 @@ def _equation(theorem: Theorem, rule: str) -> tuple[z3.ExprRef, z3.ExprRef]:
 
 
 def sym(theorem: Theorem) -> Theorem:
-    """From Γ ⊢ a = b conclude Γ ⊢ b = a."""
+    """From Γ ⊢ a = b conclude Γ ⊢ b = a; from Γ ⊢ h → a = b conclude Γ ⊢ h → b = a."""
+    c = theorem.conclusion
+    if z3.is_implies(c) and z3.is_eq(c.arg(1)):
+        a, b = c.arg(1).children()
+        return _mint(z3.Implies(c.arg(0), b == a), "sym", (theorem,))
     a, b = _equation(theorem, "sym")
     return _mint(b == a, "sym", (theorem,))
 

@@ -1,8 +1,10 @@
-"""The kernel's rules about comprehensions (`semantics.comprehension`): reindexing and splitting a `Sum`.
+"""The kernel's rules about comprehensions (`semantics.comprehension`): reindexing (one lane or several per
+index) and splitting a `Sum`.
 
-Bounds are 64-bit unsigned indices and a body is a z3 array from an index to a real; Σ over [lo, hi) is
-empty when hi ≤ lo. A rule may hold only under a condition `under` (the hypothesis that a store happens:
-the bounds of a kernel's loop are symbolic); its conclusion is then `under → lhs = rhs`, and each side
+Bounds are 64-bit unsigned indices and a body is a z3 array from an index to a real (a lambda, read at an
+index by beta reduction, `comprehension.body_at`); Σ over [lo, hi) is empty when hi ≤ lo. A rule may hold
+only under a condition `under` (the hypothesis that a store happens: the bounds of a kernel's loop are
+symbolic); its conclusion is then `under → lhs = rhs`, and each side
 condition is an obligation `under ∧ ¬condition` that must be unsat. Side conditions are discharged by
 `rules.by_smt`, so a refused one raises `Refused` with the solver's outcome.
 """
@@ -12,11 +14,12 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import Checker
-from semantics.comprehension import INDEX, SUM
+from semantics.comprehension import INDEX, SUM, body_at
 from semantics.proof.rules import by_smt
 from semantics.proof.theorem import Refused, Theorem, _mint
 
 Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
+Lane = tuple[z3.BitVecRef, z3.ArithRef, z3.BitVecRef]   # (variable j, a term t(j), its index map φ(j))
 
 
 def _sum(term: z3.ExprRef, rule: str) -> tuple[z3.BitVecRef, z3.BitVecRef, z3.ArrayRef]:
@@ -56,21 +59,59 @@ def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, chec
     * body:      j ∈ [lo',hi') → g(j) = f(φ(j))
 
     Then φ is a bijection [lo',hi') → [lo,hi) with g = f∘φ on it, and finite sums of reals do not depend on
-    the order of their terms. φ and ψ are hints (untrusted); only the obligations decide."""
+    the order of their terms. φ and ψ are hints (untrusted); only the obligations decide. (`reindex_lanes`
+    with one lane, the whole body; its obligation that the body is the sum of the lanes is then skipped.)"""
+    _sum(target, "reindex_sum")
+    var = phi[0]
+    lane = (var, body_at(target.arg(2), var), phi[1])
+    return reindex_lanes(source, target, (lane,), (psi,), checker, timeout_s, under, "reindex_sum")
+
+
+def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...], psis: tuple[Map, ...],
+                  checker: Checker, timeout_s: float, under: z3.BoolRef | None = None,
+                  rule: str = "reindex_lanes") -> Theorem:
+    """⊢ under → Σ_{i∈[lo,hi)} f(i) = Σ_{j∈[lo',hi')} g(j), for source = Sum(lo, hi, f), target =
+    Sum(lo', hi', g) and c ≥ 1 lanes (t_l, φ_l) (an unrolled loop: each iteration j adds c terms t_l(j)),
+    given (each under `under`, each an obligation):
+
+    * into:      j ∈ [lo',hi') → φ_l(j) ∈ [lo,hi), for every l
+    * injective: j, k ∈ [lo',hi') → (φ_l(j) = φ_l(k) → j = k) for every l, and φ_l(j) ≠ φ_m(k) for l < m
+    * onto:      i ∈ [lo,hi) → ∨_l (ψ_l(i) ∈ [lo',hi') ∧ φ_l(ψ_l(i)) = i)   (the ψ_l name preimages)
+    * lanes:     j ∈ [lo',hi') → g(j) = t_1(j) + … + t_c(j)
+    * body l:    j ∈ [lo',hi') → t_l(j) = f(φ_l(j)), for every l
+
+    Then (l, j) ↦ φ_l(j) is a bijection [1,c] × [lo',hi') → [lo,hi), and
+    Σ_j g(j) = Σ_j Σ_l f(φ_l(j)) = Σ_{(l,j)} f(φ_l(j)) = Σ_i f(i): finite sums of reals do not depend on the
+    order or grouping of their terms. Lanes, maps and preimages are hints (untrusted); only the obligations
+    decide. (One obligation per lane's body: their sum in one query is much harder for the solver.)"""
     under = z3.BoolVal(True) if under is None else under
-    lo, hi, f = _sum(source, "reindex_sum")
-    lo2, hi2, g = _sum(target, "reindex_sum")
+    lo, hi, f = _sum(source, rule)
+    lo2, hi2, g = _sum(target, rule)
+    if not lanes or len(lanes) != len(psis):
+        raise Refused(f"{rule}: {len(lanes)} lanes and {len(psis)} preimages ψ")
+    phis = [(var, phi) for var, _, phi in lanes]
     j, k, i = (z3.FreshConst(INDEX, n) for n in ("j", "k", "i"))
+    at_j, at_k = [_apply(p, j) for p in phis], [_apply(p, k) for p in phis]
+    terms = [z3.substitute(term, (var, j)) for var, term, _ in lanes]
+    apart = [z3.Implies(at_j[a] == at_k[a], j == k) for a in range(len(phis))]
+    apart += [at_j[a] != at_k[b] for a in range(len(phis)) for b in range(a + 1, len(phis))]
+    preimages = [_apply(p, i) for p in psis]
+
+    def every_j(condition: z3.BoolRef) -> z3.BoolRef:
+        return z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), condition))
     conditions = {
-        "into": z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), _inside(_apply(phi, j), lo, hi))),
-        "injective": z3.ForAll([j, k], z3.Implies(z3.And(_inside(j, lo2, hi2), _inside(k, lo2, hi2),
-                                                         _apply(phi, j) == _apply(phi, k)), j == k)),
-        "onto": z3.ForAll([i], z3.Implies(_inside(i, lo, hi), z3.And(_inside(_apply(psi, i), lo2, hi2),
-                                                                     _apply(phi, _apply(psi, i)) == i))),
-        "body": z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), g[j] == f[_apply(phi, j)])),
+        "into": every_j(z3.And([_inside(t, lo, hi) for t in at_j])),
+        "injective": z3.ForAll([j, k], z3.Implies(z3.And(_inside(j, lo2, hi2), _inside(k, lo2, hi2)),
+                                                  z3.And(apart))),
+        "onto": z3.ForAll([i], z3.Implies(_inside(i, lo, hi), z3.Or([
+            z3.And(_inside(t, lo2, hi2), _apply(p, t) == i) for p, t in zip(phis, preimages, strict=True)]))),
     }
-    sides = [_side(f"reindex_sum: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
-    return _mint(_conditional(under, source == target), "reindex_sum", tuple(sides))
+    if not (len(lanes) == 1 and terms[0].eq(body_at(g, j))):
+        conditions["lanes"] = every_j(body_at(g, j) == z3.Sum(terms))
+    conditions |= {f"body {n}": every_j(t == body_at(f, at))
+                   for n, (t, at) in enumerate(zip(terms, at_j, strict=True))}
+    sides = [_side(f"{rule}: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
+    return _mint(_conditional(under, source == target), rule, tuple(sides))
 
 
 def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s: float,

@@ -42,7 +42,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
-from semantics.properties import nested_sums
+from semantics.properties import compose, matched_sums, nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
@@ -140,6 +140,17 @@ def _size128(family: Family) -> z3.BitVecRef:
     return z3.ZeroExt(64, family.hi) - z3.ZeroExt(64, family.lo)
 
 
+@dataclass(frozen=True)
+class Match:
+    """The pairing `Matcher._union_equal` proved: the kernel's families, the reference's, and per kernel lane
+    (in family order) its reindexing φ into the reference and the proposed preimage ψ (or None)."""
+
+    families: list[Family]
+    ref: Family
+    phis: tuple[z3.BitVecRef, ...]
+    psis: tuple[z3.BitVecRef | None, ...]
+
+
 MAX_ATTEMPTS = 12  # pairings tried per store lane: matching is search, and unmatched terms just stay unknown
 
 
@@ -161,6 +172,8 @@ class Matcher:
         self.nests = 0   # nested Sums compared (`nested_sums`), naming their premises
         # symbol name -> the reference comprehension it was proved equal to (replay evaluates it there)
         self.meanings: dict[str, z3.ExprRef] = {}
+        self.steps: list[compose.Step] = []   # the rewrites, for `compose.close`
+        self.matched: Match | None = None     # how the last comprehensions proved equal were paired
 
     def within(self, hypothesis: z3.BoolRef, key: str) -> Matcher:
         """A matcher for a premise under a stronger hypothesis, sharing checker, hints and records."""
@@ -189,9 +202,10 @@ class Matcher:
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
         if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
             return kernel, reference
-        kernel, reference = self._pin_threads(kernel, reference)
-        kernel, reference = nested_sums.rewrite(self, kernel, reference)
-        kernel, reference = self._rewrite_unions(kernel, reference)
+        for stage in (self._pin_threads, self._nested, self._rewrite_unions):
+            new = stage(kernel, reference)
+            self.steps += compose.opaque(kernel, reference, new)
+            kernel, reference = new
         progress = True
         while progress:
             progress = False
@@ -199,6 +213,8 @@ class Matcher:
                 for cr in innermost(reference):
                     if ck.decl() == cr.decl() and ck.decl() in MATCHED and self._equal([ck], cr):
                         symbol = self._symbol(cr)
+                        self.steps.append(compose.Step(kernel, reference, matched_sums.equation(self, ck, cr),
+                                                       (symbol, ck)))
                         kernel = z3.substitute(kernel, (ck, symbol))
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
@@ -206,6 +222,9 @@ class Matcher:
                 if progress:
                     break
         return kernel, reference
+
+    def _nested(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
+        return nested_sums.rewrite(self, kernel, reference)
 
     def _pin_threads(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
@@ -312,6 +331,7 @@ class Matcher:
                 return False
         elif not self._inits_match(families, ref, key):
             return False
+        self.matched = Match(families, ref, tuple(phis), tuple(psis))
         self.accepted.update({f"{key}:phi{n}": phi for n, phi in enumerate(phis)})
         self.accepted.update({f"{key}:psi{n}": psi for n, psi in enumerate(psis) if psi is not None})
         return True
