@@ -142,16 +142,21 @@ def substitute(equation: Theorem, theorem: Theorem, x: z3.ExprRef | None = None,
 
 
 def substitute_under(equation: Theorem, theorem: Theorem, target: z3.BoolRef) -> Theorem:
-    """From Γ ⊢ h → a = b and Δ ⊢ ¬P(a) conclude Γ ∪ Δ ⊢ ¬P(b), where the target ¬P(b) is ¬(h ∧ R): equals
+    """From Γ ⊢ h → a = b and Δ ⊢ ¬(h ∧ R(a)) conclude Γ ∪ Δ ⊢ ¬(h ∧ R(b)), for the target ¬(h ∧ R(b)): equals
     for equals where they are equal only under h, in a statement that is itself about h (the form of every
-    obligation: "the thread performs the access and ..."). P(a) is the target with every b replaced by a,
-    checked structurally. (If P(b) held, h would, so a = b and P(a) would hold too.)"""
+    obligation: "the thread performs the access and ..."). R(a) is R(b) with every b replaced by a, checked
+    structurally; h is left as it is (it may mention b: a thread coordinate that h fixes). (If h ∧ R(b) held,
+    a = b would, so R(a), which is R(b) with b replaced by a term of the same value, would hold too.)"""
     c = equation.conclusion
     if not (z3.is_implies(c) and z3.is_eq(c.arg(1))):
         raise Refused(f"substitute_under: {c} is not h → a = b")
     h, (a, b) = c.arg(0), c.arg(1).children()
-    if not (z3.is_not(target) and z3.is_and(target.arg(0)) and target.arg(0).arg(0).eq(h)):
-        raise Refused(f"substitute_under: the target is not ¬(h ∧ …) for h = {h}")
-    if not z3.substitute(target, (b, a)).eq(theorem.conclusion):
-        raise Refused("substitute_under: the premise is not the target with b replaced by a")
+    if not (z3.is_not(target) and z3.is_and(target.arg(0)) and target.arg(0).num_args() == 2
+            and target.arg(0).arg(0).eq(h)):
+        raise Refused(f"substitute_under: the target is not ¬(h ∧ R) for h = {h}")
+    premise = theorem.conclusion
+    rest = z3.substitute(target.arg(0).arg(1), (b, a))
+    if not (z3.is_not(premise) and z3.is_and(premise.arg(0)) and premise.arg(0).num_args() == 2
+            and premise.arg(0).arg(0).eq(h) and premise.arg(0).arg(1).eq(rest)):
+        raise Refused("substitute_under: the premise is not ¬(h ∧ R) with b replaced by a")
     return _mint(target, "substitute_under", (equation, theorem))

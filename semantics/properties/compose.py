@@ -18,8 +18,11 @@ from dataclasses import dataclass
 
 import z3
 
+from lean_pool.checker import Checker
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import instantiate, substitute_under
+from semantics.proof.rules import by_smt, instantiate, substitute_under
+
+SIMPLIFY_TIMEOUT_S = 10.0   # an equation the solver proves for a simplification the tactic made
 
 
 @dataclass(frozen=True)
@@ -58,3 +61,29 @@ def opaque(kernel: z3.ExprRef, reference: z3.ExprRef, new: tuple[z3.ExprRef, z3.
     """A rewrite without a kernel theorem, from (kernel, reference) to `new`: one step that cannot be undone,
     none when the rewrite changed nothing."""
     return [] if kernel.eq(new[0]) and reference.eq(new[1]) else [Step(kernel, reference, None)]
+
+
+def _equation(hypothesis: z3.BoolRef, new: z3.ExprRef, old: z3.ExprRef, checker: Checker, timeout_s: float,
+              name: str, record) -> Theorem | None:
+    """⊢ hypothesis → new = old by `by_smt` (the obligation recorded), or None."""
+    try:
+        theorem = by_smt(z3.Implies(hypothesis, new == old), checker, timeout_s, name, "equivalence")
+    except Refused as refused:
+        record(refused.obligation, refused.outcome)
+        return None
+    record(*theorem.evidence[0])
+    return theorem
+
+
+def fixed(hypothesis: z3.BoolRef, var: z3.ExprRef, value: z3.ExprRef, checker: Checker, timeout_s: float,
+          name: str, record) -> Theorem | None:
+    """⊢ h → value = var, where h forces var's value (a pinned thread coordinate), or None."""
+    return _equation(hypothesis, value, var, checker, timeout_s, name, record)
+
+
+def simplified(hypothesis: z3.BoolRef, term: z3.ExprRef, simple: z3.ExprRef, checker: Checker, timeout_s: float,
+               record) -> Theorem | None:
+    """⊢ h → simple = term for z3's simplification of `term` (an equivalence the simplifier promises and the
+    solver proves: the simplifier is not trusted), or None."""
+    return _equation(hypothesis, simple, term, checker, min(timeout_s, SIMPLIFY_TIMEOUT_S),
+                     "equivalence: a simplified kernel value equals the value", record)

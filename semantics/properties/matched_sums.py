@@ -4,8 +4,8 @@ preimage ψ, so the lane that named the pair by a symbol can be closed through k
 The matcher proves its pairs by obligations of its own (every kernel term is a reference element, inside the
 reference's range, every reference element is hit, and the two sums have as many terms: a surjection between
 finite sets of one size). Restated here: one kernel Sum whose body is c lanes (an unrolled loop) against one
-reference Sum, the bijection (lane, j) ↦ φ_lane(j) named by the match and its preimages ψ by the prover's
-hints, else read off φ when it moves by a constant (a guess the obligations of `reindex_lanes` decide). A
+reference Sum, the bijection (lane, j) ↦ φ_lane(j) named by the match and its preimages ψ read off φ when it moves by a
+constant, else the prover's preimage hints (guesses either way: the obligations of `reindex_lanes` decide). A
 union of families, a folded family, a max or a min has no kernel rule yet; its lane stays rewritten.
 """
 
@@ -36,8 +36,8 @@ def equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> Theorem | None
     family = match.families[0]
     if family.kind != "sum" or family.outer is not None:
         return None
-    psis = [psi if psi is not None else inverse(phi, family.var, match.ref.var)
-            for phi, psi in zip(match.phis, match.psis, strict=True)]
+    guessed = [inverse(phi, family.var, match.ref.var) for phi in match.phis]   # exact for affine maps
+    psis = [psi if guess is None else guess for guess, psi in zip(guessed, match.psis, strict=True)]
     if None in psis:
         return None
     try:

@@ -202,7 +202,8 @@ class Matcher:
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
         if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
             return kernel, reference
-        for stage in (self._pin_threads, self._nested, self._rewrite_unions):
+        kernel, reference = self._pin_threads(kernel, reference)
+        for stage in (self._nested, self._rewrite_unions):
             new = stage(kernel, reference)
             self.steps += compose.opaque(kernel, reference, new)
             kernel, reference = new
@@ -228,18 +229,26 @@ class Matcher:
 
     def _pin_threads(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
-        the constant in: reads of other threads' values then become terms of concrete threads."""
-        pairs = []
+        the constant in: reads of other threads' values then become terms of concrete threads. Each pin is a
+        step with its theorem ⊢ h → value = var, then the kernel side is simplified (a step whose equation
+        the solver proves, `compose.simplified`)."""
         for var in bv_constants(kernel):
             if not str(var).startswith("tid."):
                 continue
             value = self._constant_under_hypothesis(var)
-            if value is not None and self._proved(f"the storing thread has {var} = {value}",
-                                                  var != z3.BitVecVal(value, var.size())):
-                pairs.append((var, z3.BitVecVal(value, var.size())))
-        kernel = z3.substitute(kernel, *pairs) if pairs else kernel
-        reference = z3.substitute(reference, *pairs) if pairs else reference
-        return z3.simplify(kernel, elim_sign_ext=False), reference
+            if value is None:
+                continue
+            pinned = compose.fixed(self.hyp, var, z3.BitVecVal(value, var.size()), self.checker, self.timeout_s,
+                                   f"equivalence: the storing thread has {var} = {value}", self.record)
+            if pinned is None:
+                continue
+            self.steps.append(compose.Step(kernel, reference, pinned))
+            kernel, reference = (z3.substitute(t, (var, z3.BitVecVal(value, var.size()))) for t in (kernel, reference))
+        simple = z3.simplify(kernel, elim_sign_ext=False)
+        if not simple.eq(kernel):
+            self.steps.append(compose.Step(kernel, reference, compose.simplified(
+                self.hyp, kernel, simple, self.checker, self.timeout_s, self.record)))
+        return simple, reference
 
     def _rewrite_unions(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Each union of the kernel proved equal to one comprehension of the reference becomes a symbol on
