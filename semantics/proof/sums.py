@@ -1,5 +1,6 @@
 """The kernel's rules about comprehensions (`semantics.comprehension`): reindexing (one lane or several per
-index) and splitting a `Sum`.
+index), splitting and unrolling a `Sum` or a `Prod`. Each Sum rule holds of Prod with · for + (and 1 for 0):
+only commutativity and associativity are used.
 
 Bounds are 64-bit unsigned indices and a body is a z3 array from an index to a real (a lambda, read at an
 index by beta reduction, `comprehension.body_at`); Σ over [lo, hi) is empty when hi ≤ lo. A rule may hold
@@ -11,10 +12,13 @@ condition is an obligation `under ∧ ¬condition` that must be unsat. Side cond
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import z3
 
 from lean_pool.checker import Checker
-from semantics.comprehension import INDEX, SUM, body_at
+from semantics.comprehension import INDEX, PROD, SUM, body_at
 from semantics.proof.rules import by_smt
 from semantics.proof.theorem import Refused, Theorem, _mint
 
@@ -22,10 +26,28 @@ Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map
 Lane = tuple[z3.BitVecRef, z3.ArithRef, z3.BitVecRef]   # (variable j, a term t(j), its index map φ(j))
 
 
-def _sum(term: z3.ExprRef, rule: str) -> tuple[z3.BitVecRef, z3.BitVecRef, z3.ArrayRef]:
-    if not (z3.is_app(term) and term.decl().eq(SUM)):
-        raise Refused(f"{rule}: {term} is not a Sum")
-    return term.arg(0), term.arg(1), term.arg(2)
+@dataclass(frozen=True)
+class Monoid:
+    """How a comprehension combines its terms: Sum by + (0 when empty), Prod by · (1 when empty). Both are
+    commutative and associative over the reals, which is all the rules below use."""
+
+    name: str
+    neutral: int
+    combine: Callable[[list[z3.ArithRef]], z3.ArithRef]
+
+    def of(self, terms: list[z3.ArithRef]) -> z3.ArithRef:
+        """The terms combined (the neutral element when there are none)."""
+        return self.combine(terms) if terms else z3.RealVal(self.neutral)
+
+
+MONOIDS = {SUM.name(): Monoid("Sum", 0, z3.Sum), PROD.name(): Monoid("Prod", 1, z3.Product)}
+
+
+def _comprehension(term: z3.ExprRef, rule: str) -> tuple[Monoid, z3.BitVecRef, z3.BitVecRef, z3.ArrayRef]:
+    """(its monoid, lo, hi, body) of a Sum or a Prod, else `Refused`."""
+    if not (z3.is_app(term) and any(term.decl().eq(d) for d in (SUM, PROD))):
+        raise Refused(f"{rule}: {term} is not a Sum or a Prod")
+    return MONOIDS[term.decl().name()], term.arg(0), term.arg(1), term.arg(2)
 
 
 def _inside(i: z3.BitVecRef, lo: z3.BitVecRef, hi: z3.BitVecRef) -> z3.BoolRef:
@@ -61,7 +83,7 @@ def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, chec
     Then φ is a bijection [lo',hi') → [lo,hi) with g = f∘φ on it, and finite sums of reals do not depend on
     the order of their terms. φ and ψ are hints (untrusted); only the obligations decide. (`reindex_lanes`
     with one lane, the whole body; its obligation that the body is the sum of the lanes is then skipped.)"""
-    _sum(target, "reindex_sum")
+    _comprehension(target, "reindex_sum")
     var = phi[0]
     lane = (var, body_at(target.arg(2), var), phi[1])
     return reindex_lanes(source, target, (lane,), (psi,), checker, timeout_s, under, "reindex_sum")
@@ -83,10 +105,13 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
     Then (l, j) ↦ φ_l(j) is a bijection [1,c] × [lo',hi') → [lo,hi), and
     Σ_j g(j) = Σ_j Σ_l f(φ_l(j)) = Σ_{(l,j)} f(φ_l(j)) = Σ_i f(i): finite sums of reals do not depend on the
     order or grouping of their terms. Lanes, maps and preimages are hints (untrusted); only the obligations
-    decide. (One obligation per lane's body: their sum in one query is much harder for the solver.)"""
+    decide. (One obligation per lane's body: their sum in one query is much harder for the solver.) For two
+    Prods the same with Π and ·: finite products of reals commute and associate too."""
     under = z3.BoolVal(True) if under is None else under
-    lo, hi, f = _sum(source, rule)
-    lo2, hi2, g = _sum(target, rule)
+    op, lo, hi, f = _comprehension(source, rule)
+    op2, lo2, hi2, g = _comprehension(target, rule)
+    if not source.decl().eq(target.decl()):
+        raise Refused(f"{rule}: a {op.name} and a {op2.name}")
     if not lanes or len(lanes) != len(psis):
         raise Refused(f"{rule}: {len(lanes)} lanes and {len(psis)} preimages ψ")
     phis = [(var, phi) for var, _, phi in lanes]
@@ -107,7 +132,7 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
             z3.And(_inside(t, lo2, hi2), _apply(p, t) == i) for p, t in zip(phis, preimages, strict=True)]))),
     }
     if not (len(lanes) == 1 and terms[0].eq(body_at(g, j))):
-        conditions["lanes"] = every_j(body_at(g, j) == z3.Sum(terms))
+        conditions["lanes"] = every_j(body_at(g, j) == op.of(terms))
     conditions |= {f"body {n}": every_j(t == body_at(f, at))
                    for n, (t, at) in enumerate(zip(terms, at_j, strict=True))}
     sides = [_side(f"{rule}: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
@@ -117,11 +142,28 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
 def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s: float,
                 under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{[lo,hi)} f = Σ_{[lo,m)} f + Σ_{[m,hi)} f, for whole = Sum(lo, hi, f), given the
-    obligation under → lo ≤ m ≤ hi (unsigned). (Outside that order the identity fails: with m < lo the
-    first part is empty and the second counts [m, lo) too.)"""
+    obligation under → lo ≤ m ≤ hi (unsigned); for a Prod the same with · for +. (Outside that order the
+    identity fails: with m < lo the first part is empty and the second counts [m, lo) too.)"""
     under = z3.BoolVal(True) if under is None else under
-    lo, hi, f = _sum(whole, "split_range")
+    op, lo, hi, f = _comprehension(whole, "split_range")
     if not m.sort().eq(INDEX):
         raise Refused(f"split_range: the split point {m} is not a 64-bit index")
     side = _side("split_range: lo ≤ m ≤ hi", z3.And(z3.ULE(lo, m), z3.ULE(m, hi)), under, checker, timeout_s)
-    return _mint(_conditional(under, whole == SUM(lo, m, f) + SUM(m, hi, f)), "split_range", (side,))
+    decl = whole.decl()
+    return _mint(_conditional(under, whole == op.of([decl(lo, m, f), decl(m, hi, f)])), "split_range", (side,))
+
+
+def unroll(whole: z3.ExprRef, count: int, checker: Checker, timeout_s: float,
+           under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → Σ_{[lo,hi)} f = f(lo) + f(lo + 1) + … + f(lo + p - 1) (0 when p = 0), for whole =
+    Sum(lo, hi, f) and a number p ≥ 0, given the obligation under → hi = lo + p on exact integers (both
+    zero-extended to 128 bits: then no index lo + t, t < p, wraps, and [lo, hi) is exactly those p indices);
+    for a Prod the same with · for + (1 when p = 0)."""
+    under = z3.BoolVal(True) if under is None else under
+    op, lo, hi, f = _comprehension(whole, "unroll")
+    if count < 0:
+        raise Refused(f"unroll: a negative count {count}")
+    exact = z3.ZeroExt(64, hi) == z3.ZeroExt(64, lo) + count
+    side = _side(f"unroll: the range has {count} elements", exact, under, checker, timeout_s)
+    terms = [body_at(f, lo + t) for t in range(count)]
+    return _mint(_conditional(under, whole == op.of(terms)), "unroll", (side,))
