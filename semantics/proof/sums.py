@@ -21,6 +21,7 @@ from lean_pool.checker import Checker
 from semantics.comprehension import INDEX, PROD, SUM, body_at
 from semantics.proof.rules import by_smt
 from semantics.proof.theorem import Refused, Theorem, _mint
+from semantics.terms import mentions
 
 Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
 Lane = tuple[z3.BitVecRef, z3.ArithRef, z3.BitVecRef]   # (variable j, a term t(j), its index map φ(j))
@@ -137,6 +138,41 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
                    for n, (t, at) in enumerate(zip(terms, at_j, strict=True))}
     sides = [_side(f"{rule}: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
     return _mint(_conditional(under, source == target), rule, tuple(sides))
+
+
+def reindex_by(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, body: Theorem, v: z3.BitVecRef,
+               checker: Checker, timeout_s: float, under: z3.BoolRef) -> Theorem:
+    """Γ ⊢ under → C(lo, hi, f) = C(lo', hi', g), for source = C(lo, hi, f) and target = C(lo', hi', g) of one
+    kind (Sum or Prod), given the obligations into, injective and onto of `reindex_sum` and, in place of its
+    body obligation, the premise Γ ⊢ ¬((under ∧ lo' ≤ v ∧ v < hi') ∧ g(v) ≠ f(φ(v))) about a free symbol v
+    that occurs nowhere else (not in under, the comprehensions, φ's image of anything but v, or Γ).
+
+    A free symbol is universally quantified, so the premise is ∀v. under ∧ v ∈ [lo',hi') → g(v) = f(φ(v)),
+    which is under → body (under does not mention v): the body condition, proved by a theorem instead of one
+    obligation (an inner comparison of comprehensions the solver alone cannot decide, closed by rules)."""
+    op, lo, hi, f = _comprehension(source, "reindex_by")
+    _, lo2, hi2, g = _comprehension(target, "reindex_by")
+    if not source.decl().eq(target.decl()):
+        raise Refused("reindex_by: the comprehensions are not of one kind")
+    if not (z3.is_const(v) and v.decl().kind() == z3.Z3_OP_UNINTERPRETED and v.sort().eq(INDEX)):
+        raise Refused(f"reindex_by: {v} is not a free 64-bit symbol")
+    expected = z3.Not(z3.And(z3.And(under, z3.ULE(lo2, v), z3.ULT(v, hi2)),
+                             body_at(g, v) != body_at(f, _apply(phi, v))))
+    if not body.conclusion.eq(expected):
+        raise Refused(f"reindex_by: the premise {body.conclusion} is not the body condition at {v}")
+    others = z3.substitute(phi[1], (phi[0], z3.FreshConst(INDEX, "phi")))   # φ's term but for its variable
+    if any(mentions(t, v) for t in (under, source, target, others, *body.hypotheses)):
+        raise Refused(f"reindex_by: {v} occurs outside the premise's body")
+    j, k, i = (z3.FreshConst(INDEX, n) for n in ("j", "k", "i"))
+    conditions = {
+        "into": z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), _inside(_apply(phi, j), lo, hi))),
+        "injective": z3.ForAll([j, k], z3.Implies(z3.And(_inside(j, lo2, hi2), _inside(k, lo2, hi2),
+                                                         _apply(phi, j) == _apply(phi, k)), j == k)),
+        "onto": z3.ForAll([i], z3.Implies(_inside(i, lo, hi), z3.And(_inside(_apply(psi, i), lo2, hi2),
+                                                                     _apply(phi, _apply(psi, i)) == i))),
+    }
+    sides = [_side(f"reindex_by: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
+    return _mint(_conditional(under, source == target), "reindex_by", (body, *sides))
 
 
 def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s: float,

@@ -203,10 +203,10 @@ class Matcher:
         if not innermost(reference) or not (innermost(kernel) or unrolled(kernel)):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
-        for stage in (self._nested, self._rewrite_unions):
-            new = stage(kernel, reference)
-            self.steps += compose.opaque(kernel, reference, new)
-            kernel, reference = new
+        kernel, reference = nested_sums.rewrite(self, kernel, reference)   # its steps recorded by itself
+        new = self._rewrite_unions(kernel, reference)
+        self.steps += compose.opaque(kernel, reference, new)
+        kernel, reference = new
         progress = True
         while progress:
             progress = False
@@ -223,9 +223,6 @@ class Matcher:
                 if progress:
                     break
         return kernel, reference
-
-    def _nested(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-        return nested_sums.rewrite(self, kernel, reference)
 
     def _pin_threads(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
