@@ -167,6 +167,44 @@ def test_a_prefix_restatement_refuses_a_wrong_group_size_or_tail():
     assert equate(2, 0, None) is None
 
 
+def test_reindex_by_takes_its_body_from_a_theorem_about_a_fresh_symbol_only():
+    """Σ_{i<n} a[i] = Σ_{j<n} (a[j] + 0) from the theorem ¬((under ∧ v < n) ∧ a[v] + 0 ≠ a[v]) about a free v;
+    the same premise with another map, or generalised over a symbol the comprehensions mention, is refused."""
+    v, var, m = z3.BitVecs("v var m", 64)
+    under = z3.ULT(n, 1 << 20)
+    source, target = sum_over(0, n, i, a[i]), sum_over(0, n, j, a[j] + 0)
+    body = smt(z3.Not(z3.And(z3.And(under, z3.ULE(z3.BitVecVal(0, 64), v), z3.ULT(v, n)), a[v] + 0 != a[v])))
+    theorem = sums.reindex_by(source, target, (var, var), (m, m), body, v, CHECK, T, under)
+    assert theorem.states(z3.Implies(under, source == target))
+    with pytest.raises(Refused):   # φ(j) = j + 1: the premise is not the body condition at that map
+        sums.reindex_by(source, target, (var, var + 1), (m, m - 1), body, v, CHECK, T, under)
+    with pytest.raises(Refused):   # n is not free for generalisation: the comprehensions mention it
+        sums.reindex_by(source, target, (var, var), (m, m), body, n, CHECK, T, under)
+
+
+def test_a_matched_pair_with_a_tampered_reindexing_is_refused():
+    """The matcher's pairing of an unrolled row sum restated by `reindex_lanes`; its maps swapped between the
+    lanes (a wrong bijection the tactic might propose) are refused, so no equation comes back."""
+    from semantics.properties import matched_sums
+    from semantics.properties.matched_sums import Match
+    from semantics.properties.reductions import Family
+
+    class Stub:
+        checker, timeout_s, hyp = CHECK, T, z3.ULT(n, 1 << 20)
+
+        def record(self, *_):
+            pass
+    ck = sum_over(0, n, j, a[2 * j] + a[2 * j + 1])
+    cr = sum_over(0, 2 * n, i, a[i])
+    family = Family("sum", z3.BitVecVal(0, 64), n, j, (a[2 * j], a[2 * j + 1]), None)
+    ref = Family("sum", z3.BitVecVal(0, 64), 2 * n, i, (a[i],), None)
+    stub = Stub()
+    stub.matched = Match([family], ref, (2 * j, 2 * j + 1), (None, None))
+    assert matched_sums.equation(stub, ck, cr).states(z3.Implies(stub.hyp, ck == cr))
+    stub.matched = Match([family], ref, (2 * j + 1, 2 * j), (None, None))
+    assert matched_sums.equation(stub, ck, cr) is None
+
+
 @pytest.mark.parametrize("name", ["bias_add_broadcast_2d", "loop_rowsum_per_thread", "loop_cumsum_row"])
 def test_rewritten_lanes_of_these_examples_are_stated_by_kernel_theorems(name):
     """Their lanes were rewritten by the division tactic, the matcher (an unrolled row sum) and the prefix
@@ -175,3 +213,12 @@ def test_rewritten_lanes_of_these_examples_are_stated_by_kernel_theorems(name):
     assert report.verdict == "verified"
     assert report.goals["equivalence"]["rewritten"] == 0
     assert report.goals["equivalence"]["stated"] == report.goals["equivalence"]["goals"]
+
+
+def test_an_equation_a_tactic_only_assumes_leaves_the_lane_to_the_tactic(monkeypatch):
+    """A matcher that skips the side conditions of its restatement (it assumes ck = cr) does not get the lane
+    stated: the closed theorem keeps the assumption, so the lane stays counted as trusted to the tactic."""
+    from semantics.properties import matched_sums
+    monkeypatch.setattr(matched_sums, "equation", lambda m, ck, cr: rules.assume(z3.Implies(m.hyp, ck == cr)))
+    report = verdict.verify(prepare(EXAMPLES / "loop_rowsum_per_thread" / "lark.toml").problem, Z3Checker(), PROVERS)
+    assert report.verdict == "verified" and report.goals["equivalence"]["rewritten"] == 1

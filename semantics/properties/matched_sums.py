@@ -11,6 +11,7 @@ union of families, a folded family, a max or a min has no kernel rule yet; its l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import z3
@@ -21,9 +22,20 @@ from semantics.proof.rules import sym
 from semantics.proof.sums import reindex_lanes
 
 if TYPE_CHECKING:
-    from semantics.properties.reductions import Matcher
+    from semantics.properties.reductions import Family, Matcher
 
 COMPOSE_TIMEOUT_S = 10.0   # each side condition of the restatement: the pair is proved already, this is extra
+
+
+@dataclass(frozen=True)
+class Match:
+    """The pairing `Matcher._union_equal` proved: the kernel's families, the reference's, and per kernel lane
+    (in family order) its reindexing φ into the reference and the proposed preimage ψ (or None)."""
+
+    families: list[Family]
+    ref: Family
+    phis: tuple[z3.BitVecRef, ...]
+    psis: tuple[z3.BitVecRef | None, ...]
 
 
 def equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> Theorem | None:

@@ -140,17 +140,6 @@ def _size128(family: Family) -> z3.BitVecRef:
     return z3.ZeroExt(64, family.hi) - z3.ZeroExt(64, family.lo)
 
 
-@dataclass(frozen=True)
-class Match:
-    """The pairing `Matcher._union_equal` proved: the kernel's families, the reference's, and per kernel lane
-    (in family order) its reindexing φ into the reference and the proposed preimage ψ (or None)."""
-
-    families: list[Family]
-    ref: Family
-    phis: tuple[z3.BitVecRef, ...]
-    psis: tuple[z3.BitVecRef | None, ...]
-
-
 MAX_ATTEMPTS = 12  # pairings tried per store lane: matching is search, and unmatched terms just stay unknown
 
 
@@ -173,7 +162,7 @@ class Matcher:
         # symbol name -> the reference comprehension it was proved equal to (replay evaluates it there)
         self.meanings: dict[str, z3.ExprRef] = {}
         self.steps: list[compose.Step] = []   # the rewrites, for `compose.close`
-        self.matched: Match | None = None     # how the last comprehensions proved equal were paired
+        self.matched: matched_sums.Match | None = None     # how the last comprehensions proved equal were paired
 
     def within(self, hypothesis: z3.BoolRef, key: str) -> Matcher:
         """A matcher for a premise under a stronger hypothesis, sharing checker, hints and records."""
@@ -337,7 +326,7 @@ class Matcher:
                 return False
         elif not self._inits_match(families, ref, key):
             return False
-        self.matched = Match(families, ref, tuple(phis), tuple(psis))
+        self.matched = matched_sums.Match(families, ref, tuple(phis), tuple(psis))
         self.accepted.update({f"{key}:phi{n}": phi for n, phi in enumerate(phis)})
         self.accepted.update({f"{key}:psi{n}": psi for n, psi in enumerate(psis) if psi is not None})
         return True
