@@ -25,6 +25,7 @@ from semantics.terms import mentions
 
 Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
 Lane = tuple[z3.BitVecRef, z3.ArithRef, z3.BitVecRef]   # (variable j, a term t(j), its index map φ(j))
+Part = tuple[z3.ExprRef, tuple[Lane, ...], tuple[Map, ...]]   # (a comprehension, its lanes, their preimages)
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,58 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
                    for n, (t, at) in enumerate(zip(terms, at_j, strict=True))}
     sides = [_side(f"{rule}: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
     return _mint(_conditional(under, source == target), rule, tuple(sides))
+
+
+def reindex_union(source: z3.ExprRef, parts: tuple[Part, ...], checker: Checker, timeout_s: float,
+                  under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → C(lo, hi, f) = P_1 ⊕ … ⊕ P_n, for source = C(lo, hi, f) and parts P_p = C(lo_p, hi_p, g_p) of
+    the same kind (a reduction split over loops, threads or registers), each with lanes (t, φ) and preimages ψ
+    as in `reindex_lanes`, given (each under `under`, each an obligation):
+
+    * into p:    j ∈ [lo_p,hi_p) → φ(j) ∈ [lo,hi), for every lane of part p
+    * onto:      i ∈ [lo,hi) → ∨ over every lane of every part (ψ(i) ∈ [lo_p,hi_p) ∧ φ(ψ(i)) = i)
+    * count:     lo ≤ hi, every lo_p ≤ hi_p, and Σ_p c_p·(hi_p - lo_p) = hi - lo on exact (128-bit)
+                 integers, c_p the number of part p's lanes
+    * lanes p:   j ∈ [lo_p,hi_p) → g_p(j) = ⊕ of part p's lanes at j (skipped for one lane that is g_p itself)
+    * body p.l:  j ∈ [lo_p,hi_p) → t(j) = f(φ(j)), for every lane
+
+    Then (p, l, j) ↦ φ_{p,l}(j) maps a finite set of hi - lo elements onto [lo, hi), which has as many, so it
+    is a bijection (a surjection between finite sets of one size), and
+    P_1 ⊕ … ⊕ P_n = ⊕_p ⊕_j ⊕_l f(φ_{p,l}(j)) = ⊕_i f(i) (finite sums and products of reals commute and
+    associate). The counting condition takes the place of injectivity: one obligation, not one per pair of
+    lanes. Lanes, maps and preimages are hints (untrusted); only the obligations decide."""
+    under = z3.BoolVal(True) if under is None else under
+    op, lo, hi, f = _comprehension(source, "reindex_union")
+    if not parts:
+        raise Refused("reindex_union: no parts")
+    i = z3.FreshConst(INDEX, "i")
+    conditions: dict[str, z3.BoolRef] = {}
+    hits, sizes, ordered = [], [], [z3.ULE(lo, hi)]
+    for n, (term, lanes, psis) in enumerate(parts):
+        _, lo2, hi2, g = _comprehension(term, "reindex_union")
+        if not term.decl().eq(source.decl()) or not lanes or len(lanes) != len(psis):
+            raise Refused(f"reindex_union: part {n} is not a comprehension of the source's kind with its lanes")
+        j = z3.FreshConst(INDEX, "j")
+        at_j = [_apply((var, phi), j) for var, _, phi in lanes]
+        terms = [z3.substitute(t, (var, j)) for var, t, _ in lanes]
+
+        def every_j(condition: z3.BoolRef, j=j, lo2=lo2, hi2=hi2) -> z3.BoolRef:
+            return z3.ForAll([j], z3.Implies(_inside(j, lo2, hi2), condition))
+        conditions[f"into {n}"] = every_j(z3.And([_inside(t, lo, hi) for t in at_j]))
+        if not (len(lanes) == 1 and terms[0].eq(body_at(g, j))):
+            conditions[f"lanes {n}"] = every_j(body_at(g, j) == op.of(terms))
+        conditions |= {f"body {n}.{m}": every_j(t == body_at(f, at))
+                       for m, (t, at) in enumerate(zip(terms, at_j, strict=True))}
+        for (var, _, phi), psi in zip(lanes, psis, strict=True):
+            back = _apply(psi, i)
+            hits.append(z3.And(_inside(back, lo2, hi2), _apply((var, phi), back) == i))
+        sizes.append(len(lanes) * (z3.ZeroExt(64, hi2) - z3.ZeroExt(64, lo2)))
+        ordered.append(z3.ULE(lo2, hi2))
+    conditions["onto"] = z3.ForAll([i], z3.Implies(_inside(i, lo, hi), z3.Or(hits)))
+    conditions["count"] = z3.And(*ordered, z3.Sum(sizes) == z3.ZeroExt(64, hi) - z3.ZeroExt(64, lo))
+    sides = [_side(f"reindex_union: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
+    whole = op.of([term for term, _, _ in parts]) if len(parts) > 1 else parts[0][0]
+    return _mint(_conditional(under, source == whole), "reindex_union", tuple(sides))
 
 
 def reindex_by(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, body: Theorem, v: z3.BitVecRef,

@@ -18,8 +18,8 @@ import z3
 
 from semantics.comprehension import SUM
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import sym
-from semantics.proof.sums import reindex_lanes
+from semantics.proof.rules import by_smt, mp, sym
+from semantics.proof.sums import reindex_lanes, reindex_union
 
 if TYPE_CHECKING:
     from semantics.properties.reductions import Family, Matcher
@@ -36,6 +36,7 @@ class Match:
     ref: Family
     phis: tuple[z3.BitVecRef, ...]
     psis: tuple[z3.BitVecRef | None, ...]
+    terms: tuple[z3.ExprRef, ...] | None = None   # the kernel term of each family, when none is folded
 
 
 def equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> Theorem | None:
@@ -48,21 +49,73 @@ def equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> Theorem | None
     family = match.families[0]
     if family.kind != "sum" or family.outer is not None:
         return None
-    guessed = [inverse(phi, family.var, match.ref.var) for phi in match.phis]   # exact for affine maps
-    psis = [psi if guess is None else guess for guess, psi in zip(guessed, match.psis, strict=True)]
+    lanes, psis = _lanes(family, match.phis, match.psis, match.ref.var)
     if None in psis:
         return None
+    return _recorded(matcher, lambda: sym(reindex_lanes(cr, ck, lanes, psis, matcher.checker,
+                                                        min(matcher.timeout_s, COMPOSE_TIMEOUT_S),
+                                                        under=matcher.hyp)))
+
+
+def union_equation(matcher: Matcher, union: list[z3.ExprRef], cr: z3.ExprRef, named: z3.ExprRef,
+                   kernel: z3.ExprRef) -> Theorem | None:
+    """⊢ h → named = kernel, where the matcher just proved the union of the kernel's Sums `union` (one family
+    each, none folded) equal to the reference's Sum cr and `named` is the kernel with the union read as cr: the
+    union's theorem by `reindex_union`, then a `by_smt`/`mp` step of arithmetic (the union's coefficient, the
+    other summands); None when a rule refuses. (The matcher's families are of copies of the parts with their
+    bound variables renamed; each is found back by its bounds and its body, which names no binder.)"""
+    match = matcher.matched
+    if match is None or match.terms is None or cr.decl() != SUM or \
+            any(f.kind != "sum" or f.outer is not None for f in match.families):
+        return None
+    originals = {_shape(p): p for p in union if z3.is_app(p) and p.decl() == SUM}
+    parts, start = [], 0
+    for term, family in zip(match.terms, match.families, strict=True):
+        count = len(family.lanes)
+        lanes, psis = _lanes(family, match.phis[start:start + count], match.psis[start:start + count],
+                             match.ref.var)
+        start += count
+        if None in psis or not (z3.is_app(term) and term.decl() == SUM) or _shape(term) not in originals:
+            return None
+        parts.append((originals[_shape(term)], lanes, psis))
+    timeout_s = min(matcher.timeout_s, COMPOSE_TIMEOUT_S)
+
+    def prove() -> Theorem:
+        union = reindex_union(cr, tuple(parts), matcher.checker, timeout_s, under=matcher.hyp)
+        step = by_smt(z3.Implies(union.conclusion, z3.Implies(matcher.hyp, named == kernel)), matcher.checker,
+                      timeout_s, "equivalence: the kernel value reads its union as the reference's Sum",
+                      "equivalence")
+        return mp(step, union)
+    return _recorded(matcher, prove)
+
+
+def _shape(term: z3.ExprRef) -> tuple[int, int, int]:
+    """A Sum up to the names of its bound variable: its bounds and its lambda's body (de Bruijn indexed)."""
+    body = term.arg(2)
+    return term.arg(0).get_id(), term.arg(1).get_id(), (body.body() if z3.is_quantifier(body) else body).get_id()
+
+
+def _lanes(family: Family, phis, psis, target: z3.BitVecRef) -> tuple[tuple, tuple]:
+    """The family's lanes (var, t, φ) and their preimages (a preimage read off an affine φ first, else the
+    prover's hint; None where neither is known)."""
+    lanes = tuple((family.var, lane, phi) for lane, phi in zip(family.lanes, phis, strict=True))
+    guessed = [inverse(phi, family.var, target) for phi in phis]   # exact for affine maps
+    chosen = [psi if guess is None else guess for guess, psi in zip(guessed, psis, strict=True)]
+    return lanes, tuple(None if psi is None else (target, psi) for psi in chosen)
+
+
+def _recorded(matcher: Matcher, prove) -> Theorem | None:
+    """The theorem `prove` makes, its obligations recorded; None (the refused obligation recorded) if a rule
+    refuses."""
     try:
-        lanes = tuple((family.var, lane, phi) for lane, phi in zip(family.lanes, match.phis, strict=True))
-        theorem = reindex_lanes(cr, ck, lanes, tuple((match.ref.var, psi) for psi in psis), matcher.checker,
-                                min(matcher.timeout_s, COMPOSE_TIMEOUT_S), under=matcher.hyp)
+        theorem = prove()
     except Refused as refused:
         if refused.obligation is not None:
             matcher.record(refused.obligation, refused.outcome)
         return None
     for ob, outcome in theorem.evidence:
         matcher.record(ob, outcome)
-    return sym(theorem)
+    return theorem
 
 
 def inverse(phi: z3.BitVecRef, var: z3.BitVecRef, target: z3.BitVecRef) -> z3.BitVecRef | None:

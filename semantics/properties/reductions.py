@@ -193,9 +193,7 @@ class Matcher:
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
         kernel, reference = nested_sums.rewrite(self, kernel, reference)   # its steps recorded by itself
-        new = self._rewrite_unions(kernel, reference)
-        self.steps += compose.opaque(kernel, reference, new)
-        kernel, reference = new
+        kernel, reference = self._rewrite_unions(kernel, reference)   # its steps recorded by itself
         progress = True
         while progress:
             progress = False
@@ -250,7 +248,11 @@ class Matcher:
                     tried.add((union.term.get_id(), cr.get_id()))
                     if self._equal(union.parts, cr, inits_apart=union.decl == MAX_FROM):
                         symbol = self._symbol(cr)
-                        kernel = union.replaced(kernel, symbol)
+                        named = union.replaced(kernel, symbol)
+                        # undone by s := cr, then ⊢ h → named[s := cr] = kernel from the union's theorem
+                        self.steps.append(compose.Step(kernel, reference, matched_sums.union_equation(
+                            self, union.parts, cr, z3.substitute(named, (symbol, cr)), kernel), (symbol, cr)))
+                        kernel = named
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
                         break
@@ -272,6 +274,8 @@ class Matcher:
                 families = [dataclasses.replace(f, init=None) for f in families]
             key = f"{self.key}:reduction{self.count}:{'lanes' if split else 'whole'}"
             if self._union_equal(families, ref, key):
+                if not folds:   # each family one kernel term: the pairing can be restated (`matched_sums`)
+                    self.matched = dataclasses.replace(self.matched, terms=tuple(alone))
                 return True
         return False
 
