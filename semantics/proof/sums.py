@@ -228,6 +228,35 @@ def reindex_by(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, body:
     return _mint(_conditional(under, source == target), "reindex_by", (body, *sides))
 
 
+def regroup(whole: z3.ExprRef, grouped: z3.ExprRef, checker: Checker, timeout_s: float,
+            under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → Σ_{m∈[a,hi)} h(m) = Σ_{i∈[lo,lo+n)} Σ_{r∈[0,b)} h(a + (i - lo)·b + r), for whole = Sum(a, hi, h)
+    and grouped = Sum(lo, lo + n, λi. Sum(0, b, λr. h(a + (i - lo)·b + r))) with n, b numerals (a range cut into
+    n consecutive runs of b), given the obligation under → lo ≤ lo + n ∧ hi = a + n·b, the last on exact
+    (128-bit) integers.
+
+    The rule checks `grouped` structurally at a fresh i and r (a run's body is h at a + (i - lo)·b + r, whatever
+    its binders are named). Proof: (i, r) ↦ a + (i - lo)·b + r is a bijection [lo, lo+n) × [0, b) →
+    [a, a + n·b) (no index wraps: a + n·b = hi < 2^64, and lo + n does not wrap), and finite sums of reals may
+    be regrouped."""
+    under = z3.BoolVal(True) if under is None else under
+    op, a, hi, h = _comprehension(whole, "regroup")
+    if not (z3.is_app(grouped) and grouped.decl().eq(SUM) and whole.decl().eq(SUM)):
+        raise Refused("regroup: only a Sum is regrouped")
+    lo, end, outer = grouped.children()
+    i, r = z3.FreshConst(INDEX, "i"), z3.FreshConst(INDEX, "r")
+    n, inner = z3.simplify(end - lo), body_at(outer, i)
+    if not (z3.is_bv_value(n) and z3.is_app(inner) and inner.decl().eq(SUM) and z3.is_bv_value(inner.arg(1))
+            and z3.is_bv_value(inner.arg(0)) and inner.arg(0).as_long() == 0):
+        raise Refused(f"regroup: {grouped} is not a Sum of n runs Sum(0, b, ...)")
+    b = inner.arg(1).as_long()
+    if not body_at(inner.arg(2), r).eq(body_at(h, a + (i - lo) * b + r)):
+        raise Refused(f"regroup: {grouped} is not {whole} in runs of {b}")
+    exact = z3.And(z3.ULE(lo, end), z3.ZeroExt(64, hi) == z3.ZeroExt(64, a) + n.as_long() * b)   # no wrap of either
+    side = _side(f"regroup: the range has {n.as_long()}·{b} elements", exact, under, checker, timeout_s)
+    return _mint(_conditional(under, whole == grouped), "regroup", (side,))
+
+
 def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s: float,
                 under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{[lo,hi)} f = Σ_{[lo,m)} f + Σ_{[m,hi)} f, for whole = Sum(lo, hi, f), given the

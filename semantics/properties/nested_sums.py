@@ -26,8 +26,8 @@ import z3
 
 from semantics.comprehension import SUM, body_at, sum_over
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt, sym
-from semantics.proof.sums import reindex_by
+from semantics.proof.rules import by_smt, conj, mp, sym
+from semantics.proof.sums import regroup, reindex_by
 from semantics.properties import compose
 from semantics.terms import reaching
 
@@ -133,17 +133,38 @@ def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, 
         return False, None
     matcher.record(*claim.evidence[0])
     body = compose.close(claim, inside, sub.steps)
+    return True, None if body is None else _equation(matcher, ck, cr, body, i, lo, hi, key)
+
+
+def _equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef, body: Theorem, i: z3.BitVecRef, lo: int, hi: int,
+              key: str) -> Theorem | None:
+    """⊢ h → ck = cr from the body theorem at the fresh outer index i: `reindex_by` against cr itself for a
+    shift; for a split, `regroup` cr into the runs the pieces are, `reindex_by` of those against ck, and a
+    `by_smt`/`mp` step joining the two. None when a rule refuses."""
     a, size = _bounds(cr)[0], _bounds(cr)[1] - _bounds(cr)[0]
-    if body is None or size != hi - lo:
-        return True, None
     var, m = z3.BitVec(f"nest!{key}.phi", 64), z3.BitVec(f"nest!{key}.psi", 64)
+    timeout_s = min(matcher.timeout_s, COMPOSE_TIMEOUT_S)
     try:
-        equation = reindex_by(cr, ck, (var, a + (var - lo)), (m, lo + (m - a)), body, i, matcher.checker,
-                              min(matcher.timeout_s, COMPOSE_TIMEOUT_S), matcher.hyp)
+        if size == hi - lo:
+            equation = sym(reindex_by(cr, ck, (var, a + (var - lo)), (m, lo + (m - a)), body, i, matcher.checker,
+                                      timeout_s, matcher.hyp))
+        else:
+            grouped = SUM(ck.arg(0), ck.arg(1), z3.Lambda([i], _piece(body)))
+            runs = regroup(cr, grouped, matcher.checker, timeout_s, matcher.hyp)
+            pieces = reindex_by(grouped, ck, (var, var), (m, m), body, i, matcher.checker, timeout_s, matcher.hyp)
+            joined = conj(runs, pieces)
+            step = by_smt(z3.Implies(joined.conclusion, z3.Implies(matcher.hyp, ck == cr)), matcher.checker,
+                          timeout_s, "equivalence: a nested kernel Sum is the reference's Sum in runs", "equivalence")
+            equation = mp(step, joined)
     except Refused as refused:
         if refused.obligation is not None:
             matcher.record(refused.obligation, refused.outcome)
-        return True, None
+        return None
     for ob, outcome in equation.evidence[len(body.evidence):]:   # the body's were recorded as they were made
         matcher.record(ob, outcome)
-    return True, sym(equation)
+    return equation
+
+
+def _piece(body: Theorem) -> z3.ArithRef:
+    """The reference's piece the body theorem ¬((h ∧ i ∈ range) ∧ K(i) ≠ piece(i)) compares with."""
+    return body.conclusion.arg(0).arg(1).arg(1)
