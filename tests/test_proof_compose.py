@@ -119,6 +119,37 @@ def test_split_range_of_a_product_multiplies_its_parts_and_refuses_a_point_outsi
         sums.split_range(whole, m, CHECK, T, z3.ULE(m, n + 1))
 
 
+def test_reindex_union_proves_a_row_split_over_two_loops_and_refuses_an_overlap_or_a_miscount():
+    """Σ_{i<2n} a[i] = Σ_{j<n} a[j] + Σ_{j<n} a[n + j]; halves that overlap (both a[j]) have the right count but
+    miss the upper half, and three parts count too many terms."""
+    under = z3.ULT(n, 1 << 20)
+    source = sum_over(0, 2 * n, i, a[i])
+    low, high = sum_over(0, n, j, a[j]), sum_over(0, n, j, a[n + j])
+
+    def part(term, phi, psi):
+        return term, ((j, z3.substitute_vars(term.arg(2).body(), j), phi),), ((i, psi),)
+    parts = (part(low, j, i), part(high, n + j, i - n))
+    theorem = sums.reindex_union(source, parts, CHECK, T, under)
+    assert theorem.states(z3.Implies(under, source == low + high))
+    with pytest.raises(Refused):   # the lower half twice: onto fails for the upper elements
+        sums.reindex_union(source, (part(low, j, i), part(low, j, i)), CHECK, T, under)
+    with pytest.raises(Refused):   # a third part: more terms than the range has
+        sums.reindex_union(source, (*parts, part(low, j, i)), CHECK, T, under)
+
+
+def test_regroup_cuts_a_range_into_runs_and_refuses_runs_of_another_length():
+    whole = sum_over(0, 12, i, a[i])
+    r = z3.BitVec("r", 64)
+
+    def runs(n_runs: int, b: int):
+        return sum_over(0, n_runs, j, sum_over(0, b, r, a[0 + (j - 0) * b + r]))
+    assert sums.regroup(whole, runs(3, 4), CHECK, T).states(whole == runs(3, 4))
+    with pytest.raises(Refused):   # 3 runs of 3 are not 12 elements
+        sums.regroup(whole, runs(3, 3), CHECK, T)
+    with pytest.raises(Refused):   # runs that read a[b·j + r] with another stride than their length
+        sums.regroup(whole, sum_over(0, 3, j, sum_over(0, 4, r, a[0 + (j - 0) * 3 + r])), CHECK, T)
+
+
 def test_sym_flips_an_equation_under_a_hypothesis():
     x, y = z3.Reals("x y")
     assert rules.sym(smt(z3.Implies(x > 0, x == y + x - y))).states(z3.Implies(x > 0, y + x - y == x))
@@ -205,10 +236,12 @@ def test_a_matched_pair_with_a_tampered_reindexing_is_refused():
     assert matched_sums.equation(stub, ck, cr) is None
 
 
-@pytest.mark.parametrize("name", ["bias_add_broadcast_2d", "loop_rowsum_per_thread", "loop_cumsum_row"])
+@pytest.mark.parametrize("name", ["bias_add_broadcast_2d", "loop_rowsum_per_thread", "loop_cumsum_row",
+                                  "lib_cg_row_sum", "nested_matmul_k_tiles"])
 def test_rewritten_lanes_of_these_examples_are_stated_by_kernel_theorems(name):
-    """Their lanes were rewritten by the division tactic, the matcher (an unrolled row sum) and the prefix
-    split; each lane's theorem now states its top goal, so none is counted as trusted to a tactic."""
+    """Their lanes were rewritten by the division tactic, the matcher (an unrolled row sum, a union of 32 Sums),
+    the prefix split and a split nest; each lane's theorem now states its top goal, so none is counted as
+    trusted to a tactic."""
     report = verdict.verify(prepare(EXAMPLES / name / "lark.toml").problem, Z3Checker(), PROVERS)
     assert report.verdict == "verified"
     assert report.goals["equivalence"]["rewritten"] == 0
