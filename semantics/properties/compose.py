@@ -19,10 +19,10 @@ from dataclasses import dataclass
 import z3
 
 from lean_pool.checker import Checker
-from semantics.proof import Refused, Theorem
+from semantics.comprehension import COMPREHENSIONS
+from semantics.proof import Refused, Theorem, rules
 from semantics.proof.rules import by_smt, instantiate, substitute_under
-
-SIMPLIFY_TIMEOUT_S = 10.0   # an equation the solver proves for a simplification the tactic made
+from semantics.terms import outside_binders
 
 
 @dataclass(frozen=True)
@@ -81,9 +81,21 @@ def fixed(hypothesis: z3.BoolRef, var: z3.ExprRef, value: z3.ExprRef, checker: C
     return _equation(hypothesis, value, var, checker, timeout_s, name, record)
 
 
-def simplified(hypothesis: z3.BoolRef, term: z3.ExprRef, simple: z3.ExprRef, checker: Checker, timeout_s: float,
-               record) -> Theorem | None:
-    """⊢ h → simple = term for z3's simplification of `term` (an equivalence the simplifier promises and the
-    solver proves: the simplifier is not trusted), or None."""
-    return _equation(hypothesis, simple, term, checker, min(timeout_s, SIMPLIFY_TIMEOUT_S),
-                     "equivalence: a simplified kernel value equals the value", record)
+def simplified(hypothesis: z3.BoolRef, term: z3.ExprRef) -> Theorem:
+    """⊢ h → simplify(term) = term (the kernel's `simplified`, the rewriter the tactic used)."""
+    return rules.simplified(term, hypothesis)
+
+
+def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str) -> Theorem:
+    """⊢ claim by `by_smt` of the claim with every comprehension outside binders read as an atom (a fresh real),
+    then `instantiate` of each atom back: a claim that holds whatever values the comprehensions have (the
+    arithmetic joining equations about them) holds of them. The obligation then names no binder, which cvc5
+    reads; `Refused` when it is not proved or the atoms do not give the claim back."""
+    terms = outside_binders(claim, COMPREHENSIONS)
+    atoms = [(t, z3.Real(f"atom!{n}")) for n, t in enumerate(terms)]
+    theorem = by_smt(z3.substitute(claim, *atoms) if atoms else claim, checker, timeout_s, name, "equivalence")
+    for term, atom in atoms:
+        theorem = instantiate(theorem, atom, term)
+    if not theorem.conclusion.eq(claim):
+        raise Refused(f"by_arithmetic: the atoms of {name} do not give the claim back")
+    return theorem

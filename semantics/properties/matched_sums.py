@@ -18,8 +18,9 @@ import z3
 
 from semantics.comprehension import SUM
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt, mp, sym
+from semantics.proof.rules import mp, sym
 from semantics.proof.sums import reindex_lanes, reindex_union
+from semantics.properties import compose
 
 if TYPE_CHECKING:
     from semantics.properties.reductions import Family, Matcher
@@ -61,7 +62,7 @@ def union_equation(matcher: Matcher, union: list[z3.ExprRef], cr: z3.ExprRef, na
                    kernel: z3.ExprRef) -> Theorem | None:
     """⊢ h → named = kernel, where the matcher just proved the union of the kernel's Sums `union` (one family
     each, none folded) equal to the reference's Sum cr and `named` is the kernel with the union read as cr: the
-    union's theorem by `reindex_union`, then a `by_smt`/`mp` step of arithmetic (the union's coefficient, the
+    union's theorem by `reindex_union`, then a `compose.by_arithmetic`/`mp` step (the union's coefficient, the
     other summands); None when a rule refuses. (The matcher's families are of copies of the parts with their
     bound variables renamed; each is found back by its bounds and its body, which names no binder.)"""
     match = matcher.matched
@@ -82,9 +83,9 @@ def union_equation(matcher: Matcher, union: list[z3.ExprRef], cr: z3.ExprRef, na
 
     def prove() -> Theorem:
         union = reindex_union(cr, tuple(parts), matcher.checker, timeout_s, under=matcher.hyp)
-        step = by_smt(z3.Implies(union.conclusion, z3.Implies(matcher.hyp, named == kernel)), matcher.checker,
-                      timeout_s, "equivalence: the kernel value reads its union as the reference's Sum",
-                      "equivalence")
+        step = compose.by_arithmetic(z3.Implies(union.conclusion, z3.Implies(matcher.hyp, named == kernel)),
+                                     matcher.checker, timeout_s,
+                                     "equivalence: the kernel value reads its union as the reference's Sum")
         return mp(step, union)
     return _recorded(matcher, prove)
 

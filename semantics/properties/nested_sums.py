@@ -140,7 +140,7 @@ def _equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef, body: Theorem, i
               key: str) -> Theorem | None:
     """⊢ h → ck = cr from the body theorem at the fresh outer index i: `reindex_by` against cr itself for a
     shift; for a split, `regroup` cr into the runs the pieces are, `reindex_by` of those against ck, and a
-    `by_smt`/`mp` step joining the two. None when a rule refuses."""
+    `compose.by_arithmetic`/`mp` step joining the two. None when a rule refuses."""
     a, size = _bounds(cr)[0], _bounds(cr)[1] - _bounds(cr)[0]
     var, m = z3.BitVec(f"nest!{key}.phi", 64), z3.BitVec(f"nest!{key}.psi", 64)
     timeout_s = min(matcher.timeout_s, COMPOSE_TIMEOUT_S)
@@ -153,8 +153,9 @@ def _equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef, body: Theorem, i
             runs = regroup(cr, grouped, matcher.checker, timeout_s, matcher.hyp)
             pieces = reindex_by(grouped, ck, (var, var), (m, m), body, i, matcher.checker, timeout_s, matcher.hyp)
             joined = conj(runs, pieces)
-            step = by_smt(z3.Implies(joined.conclusion, z3.Implies(matcher.hyp, ck == cr)), matcher.checker,
-                          timeout_s, "equivalence: a nested kernel Sum is the reference's Sum in runs", "equivalence")
+            step = compose.by_arithmetic(z3.Implies(joined.conclusion, z3.Implies(matcher.hyp, ck == cr)),
+                                         matcher.checker, timeout_s,
+                                         "equivalence: a nested kernel Sum is the reference's Sum in runs")
             equation = mp(step, joined)
     except Refused as refused:
         if refused.obligation is not None:

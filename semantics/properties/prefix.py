@@ -189,7 +189,7 @@ class PrefixSplitter:
             rest, tail = op.of([h(lo + s * count + t) for t in range(p)]) if p else None, p
         elif peel and self.prove(f"{where}: the prefix has at least {s}·K elements",
                                  z3.ULT(_wide(end), _wide(lo) + s * _wide(count))):
-            rest, tail = op.decl(z3.simplify(lo + s * count), end, body_r), None
+            rest, tail = op.decl(z3.simplify(lo + s * count, elim_sign_ext=False), end, body_r), None
         else:
             return None
         group = op.of([h(lo + s * j + i) for i in range(s)]) if s > 1 else h(lo + j)

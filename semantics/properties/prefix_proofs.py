@@ -10,8 +10,8 @@ cr = C(lo, N, h), with m = lo + s·K:
    and the preimage (x - lo) / s
 3. the tail: `unroll` for the prefix split (C(m, N, h) = h(m) ⊕ … ⊕ h(m + p - 1)), nothing for the peel
    (the rest is C(m', N, h) itself, m' the simplified m)
-4. `by_smt` of (1 ∧ 2 ∧ 3) → (h → ck ⊕ rest = cr), and `mp`: pure equational reasoning about the uninterpreted
-   comprehensions.
+4. `compose.by_arithmetic` of (1 ∧ 2 ∧ 3) → (h → ck ⊕ rest = cr), and `mp`: pure equational reasoning
+   about the comprehensions, read as atoms.
 
 Untrusted: any refused step leaves the lane in its rewritten form.
 """
@@ -24,9 +24,10 @@ import z3
 
 from lean_pool.checker import Checker
 from semantics.comprehension import body_at
-from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt, conj, mp, sym
+from semantics.proof import Refused, Theorem, rules
+from semantics.proof.rules import conj, mp, sym
 from semantics.proof.sums import reindex_lanes, split_range, unroll
+from semantics.properties import compose
 
 COMPOSE_TIMEOUT_S = 30.0   # each side condition of the restatement (its lanes obligation is the tactic's obligation 2)
 
@@ -52,14 +53,16 @@ def equation(ck: z3.ExprRef, cr: z3.ExprRef, s: int, tail: int | None, combined:
     preimage = x - lo if s == 1 else z3.UDiv(x - lo, s)
     try:
         parts = split_range(cr, m, checker, timeout_s, under=hypothesis)
+        if tail is None:
+            parts = _simplified_bound(parts, cr.decl()(m, end, body), m)
         first = sym(reindex_lanes(cr.decl()(lo, m, body), ck, lanes, ((x, preimage),) * s, checker, timeout_s,
                                   under=hypothesis))
         premises = [parts, first] + ([unroll(cr.decl()(m, end, body), tail, checker, timeout_s, under=hypothesis)]
                                      if tail is not None else [])
         claim = z3.Implies(hypothesis, combined == cr)
         joined = conj(*premises)
-        step = by_smt(z3.Implies(joined.conclusion, claim), checker, timeout_s,
-                      "equivalence: a running reduction's pieces make the reference's prefix", "equivalence")
+        step = compose.by_arithmetic(z3.Implies(joined.conclusion, claim), checker, timeout_s,
+                                     "equivalence: a running reduction's pieces make the reference's prefix")
         theorem = mp(step, joined)
     except Refused as refused:
         if refused.obligation is not None:
@@ -68,3 +71,14 @@ def equation(ck: z3.ExprRef, cr: z3.ExprRef, s: int, tail: int | None, combined:
     for ob, outcome in theorem.evidence:
         record(ob, outcome)
     return theorem
+
+
+def _simplified_bound(parts: Theorem, rest: z3.ExprRef, m: z3.BitVecRef) -> Theorem:
+    """`parts` with the rest C(m, N, h) written C(simplify(m), N, h), as the peel wrote it (Leibniz on the
+    kernel's ⊢ m = simplify(m))."""
+    bound = rules.sym(rules.simplified(m))
+    if bound.conclusion.arg(0).eq(bound.conclusion.arg(1)):
+        return parts
+    hole = z3.BitVec("prefix_lane!bound", 64)
+    template = z3.substitute(parts.conclusion, (rest, rest.decl()(hole, *rest.children()[1:])))
+    return rules.substitute(bound, parts, hole, template)

@@ -215,7 +215,7 @@ class Matcher:
         """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
         the constant in: reads of other threads' values then become terms of concrete threads. Each pin is a
         step with its theorem ⊢ h → value = var, then the kernel side is simplified (a step whose equation
-        the solver proves, `compose.simplified`)."""
+        is the kernel's `simplified`)."""
         for var in bv_constants(kernel):
             if not str(var).startswith("tid."):
                 continue
@@ -230,8 +230,7 @@ class Matcher:
             kernel, reference = (z3.substitute(t, (var, z3.BitVecVal(value, var.size()))) for t in (kernel, reference))
         simple = z3.simplify(kernel, elim_sign_ext=False)
         if not simple.eq(kernel):
-            self.steps.append(compose.Step(kernel, reference, compose.simplified(
-                self.hyp, kernel, simple, self.checker, self.timeout_s, self.record)))
+            self.steps.append(compose.Step(kernel, reference, compose.simplified(self.hyp, kernel)))
         return simple, reference
 
     def _rewrite_unions(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
