@@ -101,6 +101,7 @@ def test_unroll_needs_the_exact_count_and_gives_the_neutral_element_for_none():
     small = z3.ULT(lo, 1 << 20)
     theorem = sums.unroll(whole, 3, CHECK, T, small)
     assert theorem.states(z3.Implies(small, whole == z3.Sum([a[lo + t] for t in range(3)])))
+    assert sums.unroll(whole, 1, CHECK, T, z3.BoolVal(False)).conclusion.arg(1).eq(whole == a[lo + 0])
     with pytest.raises(Refused):
         sums.unroll(whole, 2, CHECK, T, small)
     with pytest.raises(Refused):   # lo + 3 may wrap: [lo, lo + 3) need not have 3 elements without a bound

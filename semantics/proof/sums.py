@@ -38,8 +38,9 @@ class Monoid:
     combine: Callable[[list[z3.ArithRef]], z3.ArithRef]
 
     def of(self, terms: list[z3.ArithRef]) -> z3.ArithRef:
-        """The terms combined (the neutral element when there are none)."""
-        return self.combine(terms) if terms else z3.RealVal(self.neutral)
+        """The terms combined (the neutral element when there are none, the term itself when one: a sum of one
+        argument is no SMT-LIB term cvc5 reads)."""
+        return z3.RealVal(self.neutral) if not terms else terms[0] if len(terms) == 1 else self.combine(terms)
 
 
 MONOIDS = {SUM.name(): Monoid("Sum", 0, z3.Sum), PROD.name(): Monoid("Prod", 1, z3.Product)}
