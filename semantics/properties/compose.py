@@ -63,22 +63,17 @@ def opaque(kernel: z3.ExprRef, reference: z3.ExprRef, new: tuple[z3.ExprRef, z3.
     return [] if kernel.eq(new[0]) and reference.eq(new[1]) else [Step(kernel, reference, None)]
 
 
-def _equation(hypothesis: z3.BoolRef, new: z3.ExprRef, old: z3.ExprRef, checker: Checker, timeout_s: float,
-              name: str, record) -> Theorem | None:
-    """⊢ hypothesis → new = old by `by_smt` (the obligation recorded), or None."""
+def fixed(hypothesis: z3.BoolRef, var: z3.ExprRef, value: z3.ExprRef, checker: Checker, timeout_s: float,
+          name: str, record) -> Theorem | None:
+    """⊢ h → value = var by `by_smt`, where h forces var's value (a pinned thread coordinate), the obligation
+    recorded; or None."""
     try:
-        theorem = by_smt(z3.Implies(hypothesis, new == old), checker, timeout_s, name, "equivalence")
+        theorem = by_smt(z3.Implies(hypothesis, value == var), checker, timeout_s, name, "equivalence")
     except Refused as refused:
         record(refused.obligation, refused.outcome)
         return None
     record(*theorem.evidence[0])
     return theorem
-
-
-def fixed(hypothesis: z3.BoolRef, var: z3.ExprRef, value: z3.ExprRef, checker: Checker, timeout_s: float,
-          name: str, record) -> Theorem | None:
-    """⊢ h → value = var, where h forces var's value (a pinned thread coordinate), or None."""
-    return _equation(hypothesis, value, var, checker, timeout_s, name, record)
 
 
 def simplified(hypothesis: z3.BoolRef, term: z3.ExprRef) -> Theorem:
