@@ -29,13 +29,13 @@ from semantics.proof.rules import conj, mp, sym
 from semantics.proof.sums import reindex_lanes, split_range, unroll
 from semantics.properties import compose
 
-COMPOSE_TIMEOUT_S = 30.0   # each side condition of the restatement (its lanes obligation is the tactic's obligation 2)
-
 
 def equations(hypothesis: z3.BoolRef, checker: Checker, timeout_s: float, record) -> Callable:
-    """`equation` bound to a lane's hypothesis, checker and record."""
+    """`equation` bound to a lane's hypothesis, checker and record, with the lane's own budget per obligation:
+    the restatement's lanes obligation is the tactic's obligation 2 itself, a product of a scan's group can
+    take the solver as long."""
     def equate(ck, cr, s, tail, combined) -> Theorem | None:
-        return equation(ck, cr, s, tail, combined, hypothesis, checker, min(timeout_s, COMPOSE_TIMEOUT_S), record)
+        return equation(ck, cr, s, tail, combined, hypothesis, checker, timeout_s, record)
     return equate
 
 
