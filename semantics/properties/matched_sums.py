@@ -21,6 +21,7 @@ from semantics.proof import Refused, Theorem
 from semantics.proof.rules import mp, sym
 from semantics.proof.sums import reindex_lanes, reindex_union
 from semantics.properties import compose
+from semantics.terms import outside_binders
 
 if TYPE_CHECKING:
     from semantics.properties.reductions import Family, Matcher
@@ -68,6 +69,9 @@ def union_equation(matcher: Matcher, union: list[z3.ExprRef], cr: z3.ExprRef, na
     match = matcher.matched
     if match is None or match.terms is None or cr.decl() != SUM or \
             any(f.kind != "sum" or f.outer is not None for f in match.families):
+        return None
+    top = {t.get_id() for t in outside_binders(kernel, (SUM,))}
+    if any(p.get_id() not in top for p in union):   # read inside a comprehension's body: no atom can name it
         return None
     originals = {_shape(p): p for p in union if z3.is_app(p) and p.decl() == SUM}
     parts, start = [], 0
