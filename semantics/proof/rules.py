@@ -99,6 +99,16 @@ def instantiate(theorem: Theorem, x: z3.ExprRef, term: z3.ExprRef) -> Theorem:
                  axioms=tuple(map(put, theorem.axioms)), evidence=theorem.evidence)
 
 
+def simplified(term: z3.ExprRef, under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ simplify(t) = t (⊢ under → simplify(t) = t with `under`), for z3's simplifier with its default rules
+    but sign extensions kept. The simplifier (z3's rewriter) rewrites a term to an equal one; it is the very
+    rewriter z3 runs on every obligation before solving it, so this trusts nothing `by_smt` with z3 does not.
+    (Asked as an obligation instead, the equation holds terms under binders — comprehension bodies — which
+    cvc5 cannot read in the certificate's logic.)"""
+    equation = z3.simplify(term, elim_sign_ext=False) == term
+    return _mint(equation if under is None else z3.Implies(under, equation), "simplified")
+
+
 def _equation(theorem: Theorem, rule: str) -> tuple[z3.ExprRef, z3.ExprRef]:
     c = theorem.conclusion
     if not z3.is_eq(c):
@@ -107,7 +117,11 @@ def _equation(theorem: Theorem, rule: str) -> tuple[z3.ExprRef, z3.ExprRef]:
 
 
 def sym(theorem: Theorem) -> Theorem:
-    """From Γ ⊢ a = b conclude Γ ⊢ b = a."""
+    """From Γ ⊢ a = b conclude Γ ⊢ b = a; from Γ ⊢ h → a = b conclude Γ ⊢ h → b = a."""
+    c = theorem.conclusion
+    if z3.is_implies(c) and z3.is_eq(c.arg(1)):
+        a, b = c.arg(1).children()
+        return _mint(z3.Implies(c.arg(0), b == a), "sym", (theorem,))
     a, b = _equation(theorem, "sym")
     return _mint(b == a, "sym", (theorem,))
 
@@ -126,28 +140,38 @@ def substitute(equation: Theorem, theorem: Theorem, x: z3.ExprRef | None = None,
     """From Γ ⊢ a = b and Δ ⊢ P(a) conclude Γ ∪ Δ ⊢ P(b) (Leibniz: equals for equals).
 
     P is `template` with the symbol x as its hole; the kernel checks that P(a) is structurally the
-    premise. Without a template, every occurrence of a is replaced by b."""
+    premise (or P(b), concluding P(a): equality is symmetric, and z3 may order the arguments of = either
+    way). Without a template, every occurrence of a is replaced by b."""
     a, b = _equation(equation, "substitute")
     if template is None:
         return _mint(z3.substitute(theorem.conclusion, (a, b)), "substitute", (equation, theorem))
     if x is None or not _symbol(x) or not x.sort().eq(a.sort()):
         raise Refused(f"substitute: the hole {x} is not a free symbol of sort {a.sort()}")
-    if not z3.substitute(template, (x, a)).eq(theorem.conclusion):
-        raise Refused(f"substitute: {theorem.conclusion} is not the template at {a}")
-    return _mint(z3.substitute(template, (x, b)), "substitute", (equation, theorem))
+    for old, new in ((a, b), (b, a)):   # either way round: z3 orders the arguments of = itself
+        if z3.substitute(template, (x, old)).eq(theorem.conclusion):
+            return _mint(z3.substitute(template, (x, new)), "substitute", (equation, theorem))
+    raise Refused(f"substitute: {theorem.conclusion} is not the template at {a} or {b}")
 
 
 def substitute_under(equation: Theorem, theorem: Theorem, target: z3.BoolRef) -> Theorem:
-    """From Γ ⊢ h → a = b and Δ ⊢ ¬P(a) conclude Γ ∪ Δ ⊢ ¬P(b), where the target ¬P(b) is ¬(h ∧ R): equals
+    """From Γ ⊢ h → a = b and Δ ⊢ ¬(h ∧ R(a)) conclude Γ ∪ Δ ⊢ ¬(h ∧ R(b)), for the target ¬(h ∧ R(b)): equals
     for equals where they are equal only under h, in a statement that is itself about h (the form of every
-    obligation: "the thread performs the access and ..."). P(a) is the target with every b replaced by a,
-    checked structurally. (If P(b) held, h would, so a = b and P(a) would hold too.)"""
+    obligation: "the thread performs the access and ..."). R(a) is R(b) with every b replaced by a, checked
+    structurally; h is left as it is (it may mention b: a thread coordinate that h fixes). Either way round:
+    equality is symmetric, and z3 may order the arguments of = itself. (If h ∧ R(b) held, a = b would, so R(a),
+    which is R(b) with b replaced by a term of the same value, would hold too.)"""
     c = equation.conclusion
     if not (z3.is_implies(c) and z3.is_eq(c.arg(1))):
         raise Refused(f"substitute_under: {c} is not h → a = b")
     h, (a, b) = c.arg(0), c.arg(1).children()
-    if not (z3.is_not(target) and z3.is_and(target.arg(0)) and target.arg(0).arg(0).eq(h)):
-        raise Refused(f"substitute_under: the target is not ¬(h ∧ …) for h = {h}")
-    if not z3.substitute(target, (b, a)).eq(theorem.conclusion):
-        raise Refused("substitute_under: the premise is not the target with b replaced by a")
-    return _mint(target, "substitute_under", (equation, theorem))
+    if not (z3.is_not(target) and z3.is_and(target.arg(0)) and target.arg(0).num_args() == 2
+            and target.arg(0).arg(0).eq(h)):
+        raise Refused(f"substitute_under: the target is not ¬(h ∧ R) for h = {h}")
+    premise = theorem.conclusion
+    if not (z3.is_not(premise) and z3.is_and(premise.arg(0)) and premise.arg(0).num_args() == 2
+            and premise.arg(0).arg(0).eq(h)):
+        raise Refused("substitute_under: the premise is not ¬(h ∧ R) for the same h")
+    for old, new in ((b, a), (a, b)):   # either way round: z3 orders the arguments of = itself
+        if z3.substitute(target.arg(0).arg(1), (old, new)).eq(premise.arg(0).arg(1)):
+            return _mint(target, "substitute_under", (equation, theorem))
+    raise Refused("substitute_under: the premise is not ¬(h ∧ R) with b replaced by a (or a by b)")

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics.proof.indices import defines
 from semantics.properties import divisions
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, goal_of, prove
 from semantics.properties.equivalence import E_INDEX, element_index
@@ -52,8 +53,8 @@ def obligation(buffer: Buffer, hints: list[Hint], thread: Thread, launch: Launch
 def _split_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     """The formula with each d / N and d mod N (N a constant, d a term free of bound variables: the writer
     of element e is named by the row e / N and the column e mod N, at each unrolled store e - k·256 / N …)
-    as a fresh q and r, defined by `divisions.defines` (exactly one solution): equisatisfiable, and a model
-    still gives e. A division by a constant that is not a power of two is a large circuit to z3, a product
+    as a fresh q and r, defined by `semantics.proof.indices.defines` (exactly one solution): equisatisfiable,
+    and a model still gives e. A division by a constant that is not a power of two is a large circuit to z3, a product
     by it is not: the coverage of 393216-column rows exceeded z3's work limit before."""
     found: dict[tuple[int, int], tuple[z3.BitVecRef, int, list[z3.ExprRef]]] = {}
     for t in divisions.by_constant(formula):
@@ -64,7 +65,7 @@ def _split_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     for n, (dividend, divisor, terms) in enumerate(found.values()):
         q, r = z3.BitVec(f"coverage.q{n}", 64), z3.BitVec(f"coverage.r{n}", 64)
         pairs += [(t, q if divisions.is_quotient(t) else r) for t in terms]
-        facts.append(divisions.defines(dividend, divisor, q, r))
+        facts.append(defines(dividend, divisor, q, r))
     # (a dividend may hold a division too)
     return z3.substitute(z3.And(formula, *facts), *pairs) if pairs else formula
 

@@ -4,7 +4,8 @@ A reference reads its inputs at indices like `e / 300` and `e % 300` of the outp
 kernel computed e as `300·c + r`. Proving `(300·c + r) / 300 = c` inside a larger query costs the solver
 a 64-bit divider circuit; here it is one small obligation instead. A hint splits the dividend as
 `K·A + B`; if `K·A + B` equals it without wrap-around (checked at 128 bits) and `B < K`, then the quotient
-is A and the remainder B, and the division is replaced by them. A rejected hint changes nothing.
+is A and the remainder B (the kernel's rule `semantics.proof.indices.divide_by_constant`), and the division is
+replaced by them. A rejected hint changes nothing.
 
 Where the prover's split fails (a dividend that is no multiple-plus-rest of affine terms: the reference's
 `e / C` of an output index e the kernel took apart itself with `idx / C` in 32 bits), the kernel's own
@@ -19,7 +20,10 @@ from collections.abc import Callable
 
 import z3
 
-from lean_pool.checker import PROVED, Checker, Obligation
+from lean_pool.checker import Checker
+from semantics.proof import Refused, Theorem
+from semantics.proof.indices import defines, divide_by_constant
+from semantics.proof.rules import by_smt
 from semantics.ptx import magic
 from semantics.terms import subterms
 
@@ -36,34 +40,38 @@ def is_quotient(division: z3.ExprRef) -> bool:
     return z3.is_app_of(division, z3.Z3_OP_BUDIV) or z3.is_app_of(division, z3.Z3_OP_BUDIV_I)
 
 
-def defines(dividend: z3.BitVecRef, divisor: int, quotient: z3.BitVecRef, remainder: z3.BitVecRef) -> z3.BoolRef:
-    """dividend = quotient·divisor + remainder and remainder < divisor, on exact (128-bit) integers: true of
-    exactly one pair, the quotient and the remainder."""
-    wide = z3.ZeroExt(64, quotient) * divisor + z3.ZeroExt(64, remainder)
-    return z3.And(z3.ZeroExt(64, dividend) == wide, z3.ULT(remainder, divisor))
-
-
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: Checker, timeout_s: float,
-            record, accepted: dict, key: str, kernel: z3.ExprRef | None = None) -> z3.ExprRef:
-    """`term` with every division by a constant that a proved split explains replaced by its parts: the
-    prover's split first, then one through each of `kernel`'s own quotients by that divisor."""
-    done: dict[tuple[int, int], tuple[z3.BitVecRef, z3.BitVecRef] | None] = {}
+            record, accepted: dict, key: str,
+            kernel: z3.ExprRef | None = None) -> tuple[z3.ExprRef, list[tuple[z3.ExprRef, Theorem]]]:
+    """`term` with every division by a constant that a proved split explains replaced by its parts (the
+    prover's split first, then one through each of `kernel`'s own quotients by that divisor), and the
+    rewrites one by one: (the term before it, ⊢ hypothesis → part = division), made by the kernel's
+    `divide_by_constant` from the split's theorem."""
+    done: dict[tuple[int, int], tuple[z3.BitVecRef, z3.BitVecRef, Theorem] | None] = {}
+    steps = []
     for division in by_constant(term):
         dividend, divisor = division.arg(0), division.arg(1).as_long()
         cache_key = (dividend.get_id(), divisor)
         if cache_key not in done:
             name = f"{key}:div{len(done)}"
-            candidates = [split(name, dividend, divisor), *through_quotients(kernel, dividend, divisor)]
-            done[cache_key] = next((parts for parts in candidates if parts is not None and
-                                    _proved(dividend, divisor, parts, hypothesis, checker, timeout_s, record)), None)
-            if done[cache_key] is not None:
-                accepted[name] = done[cache_key]
-        parts = done[cache_key]
-        if parts is None:
+            done[cache_key] = None
+            for parts in [split(name, dividend, divisor), *through_quotients(kernel, dividend, divisor)]:
+                proof = None if parts is None else _proved(dividend, divisor, parts, hypothesis, checker,
+                                                          timeout_s, record)
+                if proof is not None:
+                    done[cache_key] = (*parts, proof)
+                    accepted[name] = parts
+                    break
+        if done[cache_key] is None:
             continue
-        quotient, remainder = parts
+        quotient, remainder, proof = done[cache_key]
+        try:
+            equation = divide_by_constant(division, quotient, remainder, proof)
+        except Refused:
+            continue
+        steps.append((term, equation))
         term = z3.substitute(term, (division, quotient if is_quotient(division) else remainder))
-    return term
+    return term, steps
 
 
 QUOTIENTS = {z3.Z3_OP_BUDIV: z3.ZeroExt, z3.Z3_OP_BUDIV_I: z3.ZeroExt, z3.Z3_OP_BSDIV: z3.SignExt,
@@ -88,13 +96,18 @@ def through_quotients(kernel: z3.ExprRef | None, dividend: z3.BitVecRef,
     return found
 
 
-def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout_s: float, record) -> bool:
-    exact = defines(dividend, divisor, *parts)
-    ob = Obligation(f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence",
-                    z3.And(hypothesis, z3.Not(exact)))
-    outcome = checker.check(ob, timeout_s)
-    record(ob, outcome)
-    return outcome.status == PROVED
+def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout_s: float,
+            record) -> Theorem | None:
+    """⊢ hypothesis → defines(dividend, divisor, *parts), or None."""
+    claim = z3.Implies(hypothesis, defines(dividend, divisor, *parts))
+    try:
+        theorem = by_smt(claim, checker, timeout_s,
+                         f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence")
+    except Refused as refused:
+        record(refused.obligation, refused.outcome)
+        return None
+    record(*theorem.evidence[0])
+    return theorem
 
 
 def _liftable(division: z3.ExprRef) -> bool:

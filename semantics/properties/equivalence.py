@@ -21,7 +21,7 @@ from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
 from semantics.proof import Refused
 from semantics.proof.rules import by_smt, negation
-from semantics.properties import divisions, padded_tiles, padding, prefix
+from semantics.properties import compose, divisions, padded_tiles, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -91,23 +91,31 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
     sides are first replaced by shared symbols (their equality is then already established); with
     `divide`, index divisions whose quotient and remainder are proved are replaced by them; with `pad`, sums
     over masked tails are cut to their unmasked range (`semantics.properties.padding`). `Values.claim` is
-    what the kernel is asked to prove; it is `goal(...)` itself when no tactic rewrote either side."""
+    what the kernel is asked to prove; it is `goal(...)` itself when no tactic rewrote either side, and
+    `Values.steps` are the rewrites, for `compose.close` to undo."""
     index = element_index(access, j)
     hypothesis, value, expected = hypothesis_at(access, j, buffer, launch_ok), access.values[j], reference(index)
     top = goal(access, j, buffer, expected, launch_ok)
+    steps: list[compose.Step] = []
     if divide:
-        expected = divide(expected, hypothesis, value)
+        divided, equations = divide(expected, hypothesis, value)
+        steps += [compose.Step(value, before, equation) for before, equation in equations]
+        expected = divided
     if pad:
-        value = pad(value, hypothesis)
+        padded = pad(value, hypothesis)
+        steps += compose.opaque(value, expected, (padded, expected))
+        value = padded
     rewriter = matcher(hypothesis) if matcher else None
     compared = rewriter.rewrite(value, expected) if rewriter else (value, expected)
-    claim = z3.Not(z3.And(hypothesis, compared[0] != compared[1]))
+    steps += rewriter.steps if isinstance(rewriter, prefix.Chain) else compose.opaque(value, expected, compared)
+    claim = compose.comparison(hypothesis, *compared)
     formula = negation(claim)
     formula = z3.And(formula, *ground_facts(formula))
     witness = {**thread_witness(thread, access.loops), "element_index": index}
     ob = Obligation(lane_name(buffer.name, j, access.line),
                     "equivalence", formula, witness)
-    return ob, Values(value, expected, *compared, getattr(rewriter, "meanings", {}), hypothesis, claim, top)
+    return ob, Values(value, expected, *compared, getattr(rewriter, "meanings", {}), hypothesis, claim, top,
+                      tuple(steps))
 
 
 @dataclass(frozen=True)
@@ -124,6 +132,7 @@ class Values:
     hypothesis: z3.BoolRef
     claim: z3.BoolRef      # ¬(hypothesis ∧ kernel_named ≠ reference_named): what the kernel proves
     goal: z3.BoolRef       # the lane's top goal (`goal`): the claim itself when no tactic rewrote a side
+    steps: tuple[compose.Step, ...] = ()   # the tactics' rewrites from the goal's sides to the claim's
 
     def for_replay(self) -> tuple[z3.ExprRef, z3.ExprRef, dict[str, z3.ExprRef]]:
         """The pair a replay evaluates. The named pair when every symbol in it has a meaning and the
@@ -213,8 +222,10 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
 def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, record,
            result: PropertyResult) -> Outcome:
     """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`). A proved lane's
-    theorem joins `result.theorems`; when a tactic rewrote a side (the claim is not the goal), it is also
-    kept in `result.rewritten` under the goal it stands for (`semantics.verdict.established`)."""
+    theorem joins `result.theorems`; when a tactic rewrote a side (the claim is not the goal), the rewrites
+    are undone by kernel rules (`compose.close`) and the theorem stating the goal joins them, or, where a
+    tactic gave no equation for its rewrite, the claim's theorem is kept in `result.rewritten` under the goal
+    it stands for (`semantics.verdict.established`)."""
     try:
         theorem = by_smt(values.claim, checker, timeout_s, ob.name, ob.prop, with_facts=True, witness=ob.witness)
     except Refused as refused:
@@ -223,7 +234,12 @@ def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, r
     (checked, outcome), = theorem.evidence
     record(checked, outcome)
     result.theorems.append(theorem)
-    if not theorem.states(values.goal):
+    if theorem.states(values.goal):
+        return outcome
+    closed = compose.close(theorem, values.hypothesis, values.steps)
+    if closed is not None and closed.states(values.goal):
+        result.theorems.append(closed)
+    else:
         result.rewritten[values.goal.get_id()] = theorem
     return outcome
 

@@ -25,10 +25,16 @@ from typing import TYPE_CHECKING
 import z3
 
 from semantics.comprehension import SUM, body_at, sum_over
+from semantics.proof import Refused, Theorem
+from semantics.proof.rules import by_smt, conj, mp, sym
+from semantics.proof.sums import regroup, reindex_by
+from semantics.properties import compose
 from semantics.terms import reaching
 
 if TYPE_CHECKING:
     from semantics.properties.reductions import Matcher
+
+COMPOSE_TIMEOUT_S = 10.0   # each side condition of the restatement: the pair is proved already, this is extra
 
 
 def closed_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
@@ -82,7 +88,7 @@ def reference_piece(cr: z3.ExprRef, n: int, q: z3.BitVecRef, name: str) -> z3.Ar
 
 def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
     """Each closed kernel Sum whose body holds a Sum, proved equal to a closed reference Sum by congruence,
-    becomes one symbol on both sides."""
+    becomes one symbol on both sides; each such rewrite is a step of `matcher.steps`."""
     progress = True
     while progress:
         progress = False
@@ -90,8 +96,10 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
             if _bounds(ck) is None or ck.arg(2).body().get_id() not in reaching(ck.arg(2).body(), (SUM,)):
                 continue
             for cr in closed_sums(reference):
-                if _congruent(matcher, ck, cr):
+                congruent, equation = _congruent(matcher, ck, cr)
+                if congruent:
                     symbol = matcher._symbol(cr)
+                    matcher.steps.append(compose.Step(kernel, reference, equation, (symbol, ck)))
                     kernel = z3.substitute(kernel, (ck, symbol))
                     reference = z3.substitute(reference, (cr, symbol))
                     progress = True
@@ -101,18 +109,63 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
     return kernel, reference
 
 
-def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> bool:
-    """Whether Sum ck = Sum cr, proved by congruence: their bodies agree at every outer index."""
+def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, Theorem | None]:
+    """Whether Sum ck = Sum cr, proved by congruence: their bodies agree at every outer index; and, for a shift
+    (the reference has as many terms), the kernel theorem ⊢ h → ck = cr (`reindex_by` from the body theorem,
+    the inner comparison closed through its own steps), else None."""
     lo, hi = _bounds(ck)
     matcher.nests += 1
     key = f"{matcher.key}.nest{matcher.nests}"
     i = z3.BitVec(f"nest!{key}.i", 64)
     piece = reference_piece(cr, hi - lo, i - lo, f"nest!{key}")
     if piece is None:
-        return False
-    inside = z3.And(matcher.hyp, z3.ULE(lo, i), z3.ULT(i, hi))
+        return False, None
+    inside = z3.And(matcher.hyp, z3.ULE(ck.arg(0), i), z3.ULT(i, ck.arg(1)))
     sub = matcher.within(inside, key)
     body_k, body_r = sub.rewrite(_body_at(ck, i), piece)
     # (the premise's own symbols speak of i: their meanings stay in `sub`, only cr's symbol escapes)
-    return sub._proved(f"a nested kernel Sum's body equals the reference's piece at every outer index in "
-                       f"[{lo}, {hi})", body_k != body_r)
+    try:
+        claim = by_smt(compose.comparison(inside, body_k, body_r), matcher.checker, matcher.timeout_s,
+                       f"equivalence: a nested kernel Sum's body equals the reference's piece at every outer index "
+                       f"in [{lo}, {hi})", "equivalence")
+    except Refused as refused:
+        matcher.record(refused.obligation, refused.outcome)
+        return False, None
+    matcher.record(*claim.evidence[0])
+    body = compose.close(claim, inside, sub.steps)
+    return True, None if body is None else _equation(matcher, ck, cr, body, i, lo, hi, key)
+
+
+def _equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef, body: Theorem, i: z3.BitVecRef, lo: int, hi: int,
+              key: str) -> Theorem | None:
+    """⊢ h → ck = cr from the body theorem at the fresh outer index i: `reindex_by` against cr itself for a
+    shift; for a split, `regroup` cr into the runs the pieces are, `reindex_by` of those against ck, and a
+    `compose.by_arithmetic`/`mp` step joining the two. None when a rule refuses."""
+    a, size = _bounds(cr)[0], _bounds(cr)[1] - _bounds(cr)[0]
+    var, m = z3.BitVec(f"nest!{key}.phi", 64), z3.BitVec(f"nest!{key}.psi", 64)
+    timeout_s = min(matcher.timeout_s, COMPOSE_TIMEOUT_S)
+    try:
+        if size == hi - lo:
+            equation = sym(reindex_by(cr, ck, (var, a + (var - lo)), (m, lo + (m - a)), body, i, matcher.checker,
+                                      timeout_s, matcher.hyp))
+        else:
+            grouped = SUM(ck.arg(0), ck.arg(1), z3.Lambda([i], _piece(body)))
+            runs = regroup(cr, grouped, matcher.checker, timeout_s, matcher.hyp)
+            pieces = reindex_by(grouped, ck, (var, var), (m, m), body, i, matcher.checker, timeout_s, matcher.hyp)
+            joined = conj(runs, pieces)
+            step = compose.by_arithmetic(z3.Implies(joined.conclusion, z3.Implies(matcher.hyp, ck == cr)),
+                                         matcher.checker, timeout_s,
+                                         "equivalence: a nested kernel Sum is the reference's Sum in runs")
+            equation = mp(step, joined)
+    except Refused as refused:
+        if refused.obligation is not None:
+            matcher.record(refused.obligation, refused.outcome)
+        return None
+    for ob, outcome in equation.evidence[len(body.evidence):]:   # the body's were recorded as they were made
+        matcher.record(ob, outcome)
+    return equation
+
+
+def _piece(body: Theorem) -> z3.ArithRef:
+    """The reference's piece the body theorem ¬((h ∧ i ∈ range) ∧ K(i) ≠ piece(i)) compares with."""
+    return body.conclusion.arg(0).arg(1).arg(1)

@@ -65,6 +65,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import COMPREHENSIONS, PROD, SUM, is_comprehension
+from semantics.properties import compose, prefix_proofs
 from semantics.terms import applications, reaching, subterms
 
 MAX_TAIL = 64        # the partial group is at most one unrolled iteration: a few elements, never a row
@@ -116,11 +117,13 @@ class PrefixSplitter:
     hypothesis, or None (an untrusted guess: every use of it is proved first)."""
 
     def __init__(self, key: str, prove: Callable[[str, z3.BoolRef], bool],
-                 guess: Callable[[z3.BitVecRef], int | None]):
+                 guess: Callable[[z3.BitVecRef], int | None], equate: Callable | None = None):
         self.key = key
         self.prove = prove
         self.guess = guess
+        self.equate = equate   # the split as a kernel theorem (`prefix_proofs.equation`), or None
         self.count = 0
+        self.steps: list[compose.Step] = []
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         for op in MONOIDS:
@@ -136,8 +139,11 @@ class PrefixSplitter:
                    and not any(is_comprehension(s) for s in subterms(t.arg(2).body()))]
         tried: dict[tuple[int, int], tuple] = {}   # the pairs themselves kept alive: z3 reuses a freed term's id
         while (step := self._step(op, running, reference, tried)) is not None:
-            ck, cr, symbol, rest = step
+            ck, cr, symbol, rest, s, tail = step
             running.remove(ck)
+            combined = op.of([ck, rest]) if rest is not None else ck
+            equation = self.equate(ck, cr, s, tail, combined) if self.equate else None
+            self.steps.append(compose.Step(kernel, reference, equation, (symbol, ck)))
             kernel = z3.substitute(kernel, (ck, symbol))
             reference = z3.substitute(reference, (cr, op.of([symbol, rest]) if rest is not None else symbol))
         return kernel, reference
@@ -156,10 +162,10 @@ class PrefixSplitter:
         return None
 
     def _split(self, op: Monoid, ck: z3.ExprRef, cr: z3.ExprRef,
-               peel: bool) -> tuple[z3.ArithRef, z3.ArithRef | None] | None:
-        """The kernel's reduction `ck` as a symbol, and what remains of the reference's `cr` beside it (its
-        last p elements, or with `peel` the comprehension over the rest of its range); None when the
-        obligations are not proved."""
+               peel: bool) -> tuple[z3.ArithRef, z3.ArithRef | None, int, int | None] | None:
+        """The kernel's reduction `ck` as a symbol, what remains of the reference's `cr` beside it (its last p
+        elements, or with `peel` the comprehension over the rest of its range), the group size s and p (None
+        for a peel); None when the obligations are not proved."""
         lo_k, count, body_k = ck.children()
         lo, end, body_r = cr.children()
         if not (z3.is_bv_value(z3.simplify(lo_k)) and z3.simplify(lo_k).as_long() == 0):
@@ -180,10 +186,10 @@ class PrefixSplitter:
         if p is not None and 0 <= p <= MAX_TAIL and \
                 self.prove(f"{where}: the prefix has {s}·K + {p} elements",
                            _wide(end) != _wide(lo) + s * _wide(count) + p):
-            rest = op.of([h(lo + s * count + t) for t in range(p)]) if p else None
+            rest, tail = op.of([h(lo + s * count + t) for t in range(p)]) if p else None, p
         elif peel and self.prove(f"{where}: the prefix has at least {s}·K elements",
                                  z3.ULT(_wide(end), _wide(lo) + s * _wide(count))):
-            rest = op.decl(z3.simplify(lo + s * count), end, body_r)
+            rest, tail = op.decl(z3.simplify(lo + s * count, elim_sign_ext=False), end, body_r), None
         else:
             return None
         group = op.of([h(lo + s * j + i) for i in range(s)]) if s > 1 else h(lo + j)
@@ -192,18 +198,24 @@ class PrefixSplitter:
             return None
         symbol = z3.Real(f"prefix!{self.key}.{self.count}")
         self.count += 1
-        return symbol, rest
+        return symbol, rest, s, tail
 
 
 class Chain:
-    """Rewriters applied in order: each gets what the previous one left."""
+    """Rewriters applied in order: each gets what the previous one left. `steps` are their rewrites for
+    `compose.close`: a rewriter's own `steps` where it gives them, else one opaque step per rewriter that
+    changed something."""
 
     def __init__(self, *rewriters):
         self.rewriters = rewriters
+        self.steps: list[compose.Step] = []
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         for r in self.rewriters:
-            kernel, reference = r.rewrite(kernel, reference)
+            new = r.rewrite(kernel, reference)
+            own = getattr(r, "steps", None)
+            self.steps += own if own is not None else compose.opaque(kernel, reference, new)
+            kernel, reference = new
         return kernel, reference
 
     @property
@@ -235,4 +247,4 @@ def splitter(hypothesis: z3.BoolRef, key: str, checker: Checker, timeout_s: floa
         value = model[0].eval(term, model_completion=True)
         return value.as_long() if z3.is_bv_value(value) else None
 
-    return PrefixSplitter(key, prove, guess)
+    return PrefixSplitter(key, prove, guess, prefix_proofs.equations(hypothesis, checker, timeout_s, record))

@@ -42,7 +42,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
-from semantics.properties import divisions, nested_sums
+from semantics.properties import compose, divisions, matched_sums, nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
@@ -161,6 +161,8 @@ class Matcher:
         self.nests = 0   # nested Sums compared (`nested_sums`), naming their premises
         # symbol name -> the reference comprehension it was proved equal to (replay evaluates it there)
         self.meanings: dict[str, z3.ExprRef] = {}
+        self.steps: list[compose.Step] = []   # the rewrites, for `compose.close`
+        self.matched: matched_sums.Match | None = None     # how the last comprehensions proved equal were paired
 
     def within(self, hypothesis: z3.BoolRef, key: str) -> Matcher:
         """A matcher for a premise under a stronger hypothesis, sharing checker, hints and records."""
@@ -193,8 +195,8 @@ class Matcher:
         if not innermost(reference) or not (innermost(kernel) or unrolled(z3.simplify(kernel, elim_sign_ext=False))):
             return kernel, reference
         kernel, reference = self._pin_threads(kernel, reference)
-        kernel, reference = nested_sums.rewrite(self, kernel, reference)
-        kernel, reference = self._rewrite_unions(kernel, reference)
+        kernel, reference = nested_sums.rewrite(self, kernel, reference)   # its steps recorded by itself
+        kernel, reference = self._rewrite_unions(kernel, reference)   # its steps recorded by itself
         progress = True
         while progress:
             progress = False
@@ -202,6 +204,8 @@ class Matcher:
                 for cr in innermost(reference):
                     if ck.decl() == cr.decl() and ck.decl() in MATCHED and self._equal([ck], cr):
                         symbol = self._symbol(cr)
+                        self.steps.append(compose.Step(kernel, reference, matched_sums.equation(self, ck, cr),
+                                                       (symbol, ck)))
                         kernel = z3.substitute(kernel, (ck, symbol))
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
@@ -212,18 +216,25 @@ class Matcher:
 
     def _pin_threads(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Where the hypothesis fixes a thread coordinate (thread 0 of a block stores the block's result), put
-        the constant in: reads of other threads' values then become terms of concrete threads."""
-        pairs = []
+        the constant in: reads of other threads' values then become terms of concrete threads. Each pin is a
+        step with its theorem ⊢ h → value = var, then the kernel side is simplified (a step whose equation
+        is the kernel's `simplified`)."""
         for var in bv_constants(kernel):
             if not str(var).startswith("tid."):
                 continue
             value = self._constant_under_hypothesis(var)
-            if value is not None and self._proved(f"the storing thread has {var} = {value}",
-                                                  var != z3.BitVecVal(value, var.size())):
-                pairs.append((var, z3.BitVecVal(value, var.size())))
-        kernel = z3.substitute(kernel, *pairs) if pairs else kernel
-        reference = z3.substitute(reference, *pairs) if pairs else reference
-        return z3.simplify(kernel, elim_sign_ext=False), reference
+            if value is None:
+                continue
+            pinned = compose.fixed(self.hyp, var, z3.BitVecVal(value, var.size()), self.checker, self.timeout_s,
+                                   f"equivalence: the storing thread has {var} = {value}", self.record)
+            if pinned is None:
+                continue
+            self.steps.append(compose.Step(kernel, reference, pinned))
+            kernel, reference = (z3.substitute(t, (var, z3.BitVecVal(value, var.size()))) for t in (kernel, reference))
+        simple = z3.simplify(kernel, elim_sign_ext=False)
+        if not simple.eq(kernel):
+            self.steps.append(compose.Step(kernel, reference, compose.simplified(self.hyp, kernel)))
+        return simple, reference
 
     def _rewrite_unions(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         """Each union of the kernel proved equal to one comprehension of the reference becomes a symbol on
@@ -239,7 +250,11 @@ class Matcher:
                     tried.add((union.term.get_id(), cr.get_id()))
                     if self._equal(union.parts, cr, inits_apart=union.decl in EXTREMA):
                         symbol = self._symbol(cr)
-                        kernel = union.replaced(kernel, symbol)
+                        named = union.replaced(kernel, symbol)
+                        # undone by s := cr, then ⊢ h → named[s := cr] = kernel from the union's theorem
+                        self.steps.append(compose.Step(kernel, reference, matched_sums.union_equation(
+                            self, union.parts, cr, z3.substitute(named, (symbol, cr)), kernel), (symbol, cr)))
+                        kernel = named
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
                         break
@@ -261,6 +276,8 @@ class Matcher:
                 families = [dataclasses.replace(f, init=None) for f in families]
             key = f"{self.key}:reduction{self.count}:{'lanes' if split else 'whole'}"
             if self._union_equal(families, ref, key):
+                if not folds:   # each family one kernel term: the pairing can be restated (`matched_sums`)
+                    self.matched = dataclasses.replace(self.matched, terms=tuple(alone))
                 return True
         return False
 
@@ -315,6 +332,7 @@ class Matcher:
                 return False
         elif not self._inits_match(families, ref, key):
             return False
+        self.matched = matched_sums.Match(families, ref, tuple(phis), tuple(psis))
         self.accepted.update({f"{key}:phi{n}": phi for n, phi in enumerate(phis)})
         self.accepted.update({f"{key}:psi{n}": psi for n, psi in enumerate(psis) if psi is not None})
         return True
