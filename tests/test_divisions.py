@@ -16,8 +16,8 @@ X = z3.Function("x", z3.BitVecSort(64), z3.RealSort())
 
 def _rewrite(term: z3.ExprRef, kernel: z3.ExprRef, bound: int) -> tuple[z3.ExprRef, list]:
     log = []
-    out = divisions.rewrite(term, z3.ULT(IDX, bound), split, Z3Checker(), 30.0, lambda ob, o: log.append(o), {},
-                            "t", kernel)
+    out, _steps = divisions.rewrite(term, z3.ULT(IDX, bound), split, Z3Checker(), 30.0,
+                                    lambda ob, o: log.append(o), {}, "t", kernel)
     return out, log
 
 
