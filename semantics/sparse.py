@@ -104,24 +104,16 @@ def _unwrapped(form: tuple[int, int], w: int, lo: int, hi: int, signed: bool) ->
 def affine(index: z3.BitVecRef, j: z3.BitVecRef, lo: int, hi: int) -> tuple[int, int] | None:
     """(a, s) with index(j) = a + s·j (mod 2^64) for every j in [lo, hi), read off its operations
     (`structural`) or else proved; index has no other free symbol."""
-    key = (index.get_id(), lo, hi)
-    if key in _AFFINE:
-        return _AFFINE[key][1]
-    if index.size() == 64 and (form := structural(index, j, lo, hi)) is not None:
-        _AFFINE[key] = (index, form)
-        return form
-    a = z3.simplify(z3.substitute(index, (j, z3.BitVecVal(0, 64))))
-    b = z3.simplify(z3.substitute(index, (j, z3.BitVecVal(1, 64))))
-    result = None
-    if z3.is_bv_value(a) and z3.is_bv_value(b) and index.size() == 64:
-        s = (b.as_long() - a.as_long()) % (1 << 64)
-        solver = z3.Solver()
-        solver.set("timeout", 10000)
-        solver.add(z3.ULE(lo, j), z3.ULT(j, hi), index != a.as_long() + s * j)
-        if solver.check() == z3.unsat:
-            result = (a.as_long(), s)
-    _AFFINE[key] = (index, result)  # the term is kept alive with its id
-    return result
+    return _line(index, j, lo, hi) if index.size() == 64 else None
+
+
+def _line(term: z3.BitVecRef, j: z3.BitVecRef, lo: int, hi: int) -> tuple[int, int] | None:
+    """(a, s) with term(j) ≡ a + s·j (mod 2^w) on [lo, hi): read off the operations, or else read off two points
+    and proved by the solver; remembered per term and range (the term kept alive with its id)."""
+    key = (term.get_id(), lo, hi)
+    if key not in _AFFINE:
+        _AFFINE[key] = (term, structural(term, j, lo, hi) or _proved_line(term, j, lo, hi))
+    return _AFFINE[key][1]
 
 
 def solutions(a: int, s: int, p: int, lo: int, hi: int) -> list[int] | None:
@@ -178,11 +170,9 @@ def free_symbols(term: z3.ExprRef, j: z3.BitVecRef) -> list[z3.ExprRef]:
 # ------------------------------------------------------------------ guards: cutting [lo, hi) into pieces
 
 MAX_PIECES = 64
-_COMPARE = {z3.Z3_OP_ULT: (False, lambda d: d < 0), z3.Z3_OP_ULEQ: (False, lambda d: d <= 0),
-            z3.Z3_OP_UGT: (False, lambda d: d > 0), z3.Z3_OP_UGEQ: (False, lambda d: d >= 0),
-            z3.Z3_OP_SLT: (True, lambda d: d < 0), z3.Z3_OP_SLEQ: (True, lambda d: d <= 0),
-            z3.Z3_OP_SGT: (True, lambda d: d > 0), z3.Z3_OP_SGEQ: (True, lambda d: d >= 0),
-            z3.Z3_OP_EQ: (False, lambda d: d == 0)}
+SIGNED = {z3.Z3_OP_ULT: False, z3.Z3_OP_ULEQ: False, z3.Z3_OP_UGT: False, z3.Z3_OP_UGEQ: False,   # a comparison:
+          z3.Z3_OP_SLT: True, z3.Z3_OP_SLEQ: True, z3.Z3_OP_SGT: True, z3.Z3_OP_SGEQ: True,       # does it read
+          z3.Z3_OP_EQ: False}                                                                 # its sides signed
 
 
 def guards_of(body: z3.ExprRef, j: z3.BitVecRef) -> list[z3.BoolRef]:
@@ -194,7 +184,7 @@ def guards_of(body: z3.ExprRef, j: z3.BitVecRef) -> list[z3.BoolRef]:
         if t.get_id() in seen or not mentions(t, j):
             continue
         seen.add(t.get_id())
-        if z3.is_app(t) and t.decl().kind() in _COMPARE and t.num_args() == 2 and z3.is_bv(t.arg(0)):
+        if z3.is_app(t) and t.decl().kind() in SIGNED and t.num_args() == 2 and z3.is_bv(t.arg(0)):
             found.append(t)
             continue
         todo.extend([t.body()] if z3.is_quantifier(t) else t.children() if z3.is_app(t) else [])
@@ -205,14 +195,8 @@ def _integer_line(term: z3.BitVecRef, j: z3.BitVecRef, lo: int, hi: int, signed:
     """(c, s) with term(j) = c + s·j as an integer (unsigned or signed reading) for every j in [lo, hi): the
     term proved affine modulo 2^w and the line staying inside the reading's range at both ends, so no value
     wraps (a line between two points inside an interval stays inside it)."""
-    w = term.size()
-    if w > 64:
-        return None
-    key = (term.get_id(), lo, hi, -w)
-    if key not in _AFFINE:
-        _AFFINE[key] = (term, structural(term, j, lo, hi) or _proved_line(term, j, lo, hi))
-    form = _AFFINE[key][1]
-    return None if form is None else _unwrapped(form, w, lo, hi, signed)
+    form = _line(term, j, lo, hi) if term.size() <= 64 else None
+    return None if form is None else _unwrapped(form, term.size(), lo, hi, signed)
 
 
 def _proved_line(term: z3.BitVecRef, j: z3.BitVecRef, lo: int, hi: int) -> tuple[int, int] | None:
@@ -234,15 +218,14 @@ def guard_pieces(body: z3.ExprRef, j: z3.BitVecRef, lo: int, hi: int,
     """[lo, hi) cut into pieces on which every guard of `body` (`guards_of`) has one truth value, each piece
     (start, end, ((guard, truth), ...)); None when a guard is not a comparison of lines in j. Each guard,
     with the witness's values put in (`concrete`), compares two integer lines, so its truth changes only
-    where their difference crosses 0; the pieces end there, and each guard is evaluated at both ends of
-    every piece (a linear difference with one sign at both ends of an interval has it throughout)."""
+    where their difference crosses 0; the pieces end there. Every piece is checked: the difference has one
+    sign (<, = or > 0) at both its ends, so throughout (a line), and each guard is evaluated there."""
     guards = guards_of(body, j)
     points = {lo, hi}
     forms = []
     for g in guards:
-        signed, _ = _COMPARE[g.decl().kind()]
         sides = [concrete(a) for a in g.children()]
-        lines = [_integer_line(side, j, lo, hi, signed) for side in sides]
+        lines = [_integer_line(side, j, lo, hi, SIGNED[g.decl().kind()]) for side in sides]
         if None in lines:
             return None
         (c1, s1), (c2, s2) = lines
@@ -250,17 +233,24 @@ def guard_pieces(body: z3.ExprRef, j: z3.BitVecRef, lo: int, hi: int,
         if ds:
             root = -dc // ds if ds > 0 else dc // -ds          # floor(-dc / ds)
             points |= {p for p in (root, root + 1) if lo < p < hi}
-        forms.append((g, z3.simplify(z3.substitute(g, *[(x, y) for x, y in zip(g.children(), sides, strict=True)]))))
+        ground = z3.simplify(z3.substitute(g, *[(x, y) for x, y in zip(g.children(), sides, strict=True)]))
+        forms.append((g, ground, dc, ds))
     cuts = sorted(points)
     if len(cuts) - 1 > MAX_PIECES:
         return None
     pieces = []
     for start, end in zip(cuts, cuts[1:], strict=False):
         truth = []
-        for g, ground in forms:
+        for g, ground, dc, ds in forms:
+            if _sign(dc + ds * start) != _sign(dc + ds * (end - 1)):
+                return None
             at = [z3.simplify(z3.substitute(ground, (j, z3.BitVecVal(k, 64)))) for k in (start, end - 1)]
             if not all(z3.is_true(v) or z3.is_false(v) for v in at) or z3.is_true(at[0]) != z3.is_true(at[1]):
                 return None
             truth.append((g, z3.is_true(at[0])))
         pieces.append((start, end, tuple(truth)))
     return pieces
+
+
+def _sign(d: int) -> int:
+    return (d > 0) - (d < 0)

@@ -247,7 +247,7 @@ def _race(problem: Problem, w: dict) -> str:
     across = who[0][0] != who[1][0]
     blocks = list(dict.fromkeys(block for block, _ in who))
     _run(problem, Inputs.of(problem, recorded_inputs(w)), blocks, stop, first=[who[0][1], who[1][1]])
-    if not _conflict(seen, who[0][0] != who[1][0]):
+    if not _conflict(seen, across):
         raise NotReproduced(f"block {first['block']} thread {first['thread']} and block {second['block']} thread "
                             f"{second['thread']} do not race on {buffer}[{w['element_index']}] (their accesses "
                             f"there: {seen[0]} and {seen[1]})")
