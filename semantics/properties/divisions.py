@@ -81,16 +81,21 @@ QUOTIENTS = {z3.Z3_OP_BUDIV: z3.ZeroExt, z3.Z3_OP_BUDIV_I: z3.ZeroExt, z3.Z3_OP_
 def through_quotients(kernel: z3.ExprRef | None, dividend: z3.BitVecRef,
                       divisor: int) -> list[tuple[z3.BitVecRef, z3.BitVecRef]]:
     """(A, dividend - divisor·A) for each quotient A of `kernel` by `divisor` (widened to the dividend's
-    width, as its signedness says): a guess the caller proves with `defines`, free of bound variables."""
+    width, as its signedness says), and A = q / (divisor / d) for each quotient q of `kernel` by a proper
+    divisor d of `divisor` (⌊⌊e/d⌋/m⌋ = ⌊e/(d·m)⌋: the reference's batch index e / (C·L) of an output row the
+    kernel took apart as e / L): guesses the caller proves with `defines`, free of bound variables."""
     if kernel is None:
         return []
     found = []
     for t in subterms(kernel):
         if z3.is_app(t) and t.decl().kind() in QUOTIENTS and z3.is_bv_value(t.arg(1)) and \
-                t.arg(1).as_long() == divisor and t.size() <= dividend.size() and \
+                divisor % t.arg(1).as_long() == 0 and t.size() <= dividend.size() and \
                 not any(z3.is_var(u) for u in subterms(t)):
             grow = dividend.size() - t.size()
             quotient = QUOTIENTS[t.decl().kind()](grow, t) if grow else t
+            rest = divisor // t.arg(1).as_long()
+            if rest > 1:
+                quotient = z3.UDiv(quotient, z3.BitVecVal(rest, dividend.size()))
             if not any(quotient.eq(q) for q, _ in found):
                 found.append((quotient, dividend - quotient * divisor))
     return found

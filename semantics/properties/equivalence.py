@@ -21,7 +21,7 @@ from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
 from semantics.proof import Refused
 from semantics.proof.rules import by_smt, negation
-from semantics.properties import compose, divisions, padded_tiles, padding, prefix
+from semantics.properties import compose, divisions, guarded_reads, guarded_sums, padded_tiles, padding, prefix
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -86,7 +86,8 @@ def is_goal(statement: z3.BoolRef, access: Access, j: int, buffer: Buffer, launc
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,
-               launch_ok: z3.BoolRef, matcher=None, divide=None, pad=None) -> tuple[Obligation, Values]:
+               launch_ok: z3.BoolRef, matcher=None, divide=None, pad=None,
+               accumulate=None) -> tuple[Obligation, Values]:
     """The store's lane j against the reference. With a `matcher`, comprehensions proved equal on both
     sides are first replaced by shared symbols (their equality is then already established); with
     `divide`, index divisions whose quotient and remainder are proved are replaced by them; with `pad`, sums
@@ -105,6 +106,9 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
         padded = pad(value, hypothesis)
         steps += compose.opaque(value, expected, (padded, expected))
         value = padded
+    if accumulate:
+        value, expected, accumulated = accumulate(value, expected, hypothesis)
+        steps += accumulated
     rewriter = matcher(hypothesis) if matcher else None
     compared = rewriter.rewrite(value, expected) if rewriter else (value, expected)
     steps += rewriter.steps if isinstance(rewriter, prefix.Chain) else compose.opaque(value, expected, compared)
@@ -194,8 +198,11 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             def pad(term, hypothesis):
                 return padding.rewrite(term, hypothesis, checker, timeout_s, record)
 
+            def accumulate(kernel, reference, hypothesis):
+                return guarded_sums.rewrite(kernel, reference, hypothesis, checker, timeout_s, record)
+
             ob, values = obligation(access, j, buffer, references[buffer.name], thread, launch_ok, matcher, divide,
-                                    pad)
+                                    pad, accumulate)
             # Comprehensions the matcher could not pair are uninterpreted: no proof can come from the solver,
             # only a counterexample (which replay then confirms), so it gets a short budget.
             unmatched = innermost(ob.formula)
@@ -221,18 +228,26 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
 
 def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, record,
            result: PropertyResult) -> Outcome:
-    """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`). A proved lane's
+    """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`), or, for a window of
+    guarded reads, its proof read by read (`semantics.properties.guarded_reads`). A proved lane's
     theorem joins `result.theorems`; when a tactic rewrote a side (the claim is not the goal), the rewrites
     are undone by kernel rules (`compose.close`) and the theorem stating the goal joins them, or, where a
     tactic gave no equation for its rewrite, the claim's theorem is kept in `result.rewritten` under the goal
     it stands for (`semantics.verdict.established`)."""
-    try:
-        theorem = by_smt(values.claim, checker, timeout_s, ob.name, ob.prop, with_facts=True, witness=ob.witness)
-    except Refused as refused:
-        record(refused.obligation, refused.outcome)
-        return refused.outcome
-    (checked, outcome), = theorem.evidence
-    record(checked, outcome)
+    # a window of guarded reads is proved read by read first (one query over all of them is far slower)
+    theorem = guarded_reads.prove(values.claim, values.kernel_named, values.reference_named, values.hypothesis,
+                                  checker, timeout_s, ob.name, record)
+    if theorem is not None:
+        outcome = theorem.evidence[0][1]   # the last step's: `mp` lists its implication first
+    else:
+        try:
+            theorem = by_smt(values.claim, checker, timeout_s, ob.name, ob.prop, with_facts=True,
+                             witness=ob.witness)
+        except Refused as refused:
+            record(refused.obligation, refused.outcome)
+            return refused.outcome
+        (checked, outcome), = theorem.evidence
+        record(checked, outcome)
     result.theorems.append(theorem)
     if theorem.states(values.goal):
         return outcome

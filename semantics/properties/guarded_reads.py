@@ -1,0 +1,133 @@
+"""A lane that compares sums of guarded reads, proved read by read: which tap is taken, and where it reads.
+
+After `guarded_sums` a padded window's lane compares two comprehension-free sums of terms
+`If(g, x[i], 0)`: the kernel's taps (its own index arithmetic, 32-bit offsets, byte addresses) and the
+reference's unrolled window. Asked in one query, the solver must find the pairing itself while
+bit-blasting every index against every other (a 1-D pooling window of 8 taps: over z3's resource limit).
+Asked pair by pair it is cheap: for each kernel read and the reference read it is paired with, two small
+bit-vector facts, ⊢ h → (g ⇔ g') and ⊢ h ∧ g → i = i'; the lane's claim then follows from them in one
+query where every read is already matched (`mp` of ⊢ facts → claim with the facts' conjunction).
+
+The pairing is a guess (reads whose guard and index agree in a few models of the hypothesis); a wrong guess
+only makes a fact fail, and the lane then goes the usual way. Untrusted: every fact and the final step are
+kernel theorems (`by_smt`, `conj`, `mp`).
+"""
+
+from __future__ import annotations
+
+import random
+
+import z3
+
+from lean_pool.checker import Checker
+from semantics.comprehension import COMPREHENSIONS
+from semantics.proof import Refused, Theorem
+from semantics.proof.rules import by_smt, conj, mp
+from semantics.terms import reaching, subterms
+
+MIN_READS = 2      # fewer guarded reads: the plain query is small already
+MODELS = 4         # models of the hypothesis the pairing is read off
+FACT_S = 20.0      # at most this long for one fact
+
+
+def _reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
+    """(taken, x[i]) of each If(g, x[i], 0) or If(g, 0, x[i]) in `term`, x an input read at one index."""
+    out, seen = [], set()
+    for t in subterms(term):
+        if t.get_id() in seen or not (z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t)):
+            continue
+        seen.add(t.get_id())
+        g, a, b = t.children()
+        for read, other, taken in ((a, b, g), (b, a, z3.Not(g))):
+            if _is_read(read) and z3.is_rational_value(other) and other.as_fraction() == 0:
+                out.append((taken, read))
+    return out
+
+
+def _is_read(t: z3.ExprRef) -> bool:
+    return z3.is_app(t) and t.num_args() == 1 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and \
+        z3.is_bv(t.arg(0))
+
+
+def _models(hypothesis: z3.BoolRef) -> list[z3.ModelRef]:
+    """A few models of the hypothesis, at spread-out values of its bit-vector symbols."""
+    symbols = sorted({str(c): c for c in _constants(hypothesis)}.items())
+    rng, out = random.Random(0), []
+    for _ in range(MODELS * 2):
+        solver = z3.Solver()
+        solver.set("timeout", 2000)
+        solver.add(hypothesis)
+        for _, c in symbols:
+            solver.add(z3.ULE(c, rng.randrange(1 << min(c.size(), 24))))
+        if solver.check() == z3.sat:
+            out.append(solver.model())
+        if len(out) == MODELS:
+            break
+    return out
+
+
+def _constants(term: z3.ExprRef) -> list[z3.BitVecRef]:
+    return [t for t in subterms(term) if z3.is_const(t) and z3.is_bv(t) and
+            t.decl().kind() == z3.Z3_OP_UNINTERPRETED]
+
+
+def _signature(model: z3.ModelRef, taken: z3.BoolRef, read: z3.ExprRef) -> tuple:
+    on = z3.is_true(model.eval(taken, model_completion=True))
+    return (read.decl().name(), on, model.eval(read.arg(0), model_completion=True).as_long() if on else None)
+
+
+def pairing(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef) -> list[tuple] | None:
+    """Each kernel read with the one reference read that agrees with it in every model, or None."""
+    mine, theirs = _reads(kernel), _reads(reference)
+    if len(mine) < MIN_READS or len(mine) != len(theirs):
+        return None
+    models = _models(hypothesis)
+    if not models:
+        return None
+    keys = [[tuple(_signature(m, *r) for m in models) for r in side] for side in (mine, theirs)]
+    free = list(range(len(theirs)))
+    pairs = []
+    for k, key in enumerate(keys[0]):
+        match = next((r for r in free if keys[1][r] == key), None)
+        if match is None:
+            return None
+        free.remove(match)
+        pairs.append((mine[k], theirs[match]))
+    return pairs
+
+
+def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef,
+          checker: Checker, timeout_s: float, name: str, record) -> Theorem | None:
+    """⊢ claim (the lane's ¬(h ∧ kernel ≠ reference)) through the facts of a pairing of its guarded reads, or
+    None (no pairing, a fact or the last step not proved)."""
+    if reaching(claim, COMPREHENSIONS):
+        return None
+    pairs = pairing(kernel, reference, hypothesis)
+    if pairs is None:
+        return None
+    facts = []
+    for (g, x), (g2, x2) in pairs:
+        same_index = z3.Implies(z3.And(hypothesis, g), x.arg(0) == x2.arg(0))
+        for what, fact in (("is taken where the reference's is", z3.Implies(hypothesis, g == g2)),
+                           ("reads where the reference's does", same_index)):
+            theorem = _proved(fact, checker, min(timeout_s, FACT_S), f"{name}: a kernel tap {what}", record)
+            if theorem is None:
+                return None
+            facts.append(theorem)
+    together = conj(*facts)
+    step = _proved(z3.Implies(together.conclusion, claim), checker, timeout_s, f"{name} (read by read)", record,
+                   with_facts=True)
+    return None if step is None else mp(step, together)
+
+
+def _proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, record,
+            with_facts: bool = False) -> Theorem | None:
+    try:
+        theorem = by_smt(claim, checker, timeout_s, name, "equivalence", with_facts=with_facts)
+    except Refused as refused:
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
+        return None
+    record(*theorem.evidence[0])
+    return theorem
+

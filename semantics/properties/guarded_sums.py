@@ -1,0 +1,132 @@
+"""Conditional accumulations written as sums of guarded terms, so an unrolled window meets the reference's Sum.
+
+A pooling or convolution window with padding accumulates only where the tap is inside the input:
+`if (at >= 0 && at < L) acc += in[at]`, unrolled over the window. The kernel's value is then a chain
+`If(g₇, a₆, a₆ + t₇)` over `a₆ = If(g₆, a₅, a₅ + t₆)`, …, which no matcher reads as a reduction, while the
+reference is `Sum(0, K, λw. If(inside(w), x[…], 0))`. Moving each guard onto its own summand,
+
+    If(g, a, a + t) = a + If(g, 0, t)        If(g, a + t, a) = a + If(g, t, 0)
+
+(an identity of reals: both sides are a when g picks a, a + t otherwise), turns the chain into the flat sum
+of K guarded summands that `semantics.properties.unions.unrolled` finds and the matcher pairs with the
+reference's Sum. The rewrite is a tactic step: its equation ⊢ h → new = old is proved by `by_smt` (the
+obligation is comprehension-free, guard atoms and real additions), so `compose.close` undoes it by kernel
+rules and the lane still reaches its top goal.
+
+When the kernel side holds no comprehension at all and the reference's Sum runs over a small constant window
+(at most MAX_WINDOW terms: a pooling or convolution tap loop), the Sum is unrolled instead, by the kernel's
+`unroll` (⊢ h → Sum(lo, hi, f) = f(lo) + … + f(hi - 1)): both sides are then sums of guarded terms the
+solver compares directly, which no index map has to line up first. The window is a constant of the
+reference (the pooling kernel size, the filter width), never a tensor extent.
+"""
+
+from __future__ import annotations
+
+import z3
+
+from lean_pool.checker import Checker
+from semantics.comprehension import COMPREHENSIONS, SUM
+from semantics.proof import Refused, Theorem
+from semantics.proof.rules import by_smt
+from semantics.proof.sums import unroll
+from semantics.properties.compose import Step
+from semantics.properties.unions import summands
+from semantics.terms import outside_binders, reaching
+
+ZERO = z3.RealVal(0)
+MAX_WINDOW = 32   # terms of a constant-range reference Sum unrolled against a comprehension-free kernel value
+
+
+def _split_off(longer: z3.ExprRef, shorter: z3.ExprRef) -> z3.ExprRef | None:
+    """The sum t of what `longer` adds to `shorter` when the summands of `longer` are those of `shorter` and
+    at least one more (as multisets, + being associative and commutative), else None."""
+    if not (z3.is_add(longer) and z3.is_real(longer)):
+        return None
+    rest = summands(longer)
+    for part in summands(shorter):
+        at = next((i for i, p in enumerate(rest) if p.eq(part)), None)
+        if at is None:
+            return None
+        del rest[at]
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else z3.Sum(*rest)
+
+
+def _pull(term: z3.ExprRef, memo: dict[int, z3.ExprRef]) -> z3.ExprRef:
+    """`term` with every If(g, a, a + t) / If(g, a + t, a) over reals, bottom up, written a + If(g, 0, t) /
+    a + If(g, t, 0)."""
+    key = term.get_id()
+    if key in memo:
+        return memo[key]
+    if z3.is_quantifier(term) or not z3.is_app(term) or term.num_args() == 0:
+        memo[key] = term
+        return term
+    children = [_pull(c, memo) for c in term.children()]
+    out = term.decl()(*children) if any(not c.eq(o) for c, o in zip(children, term.children(), strict=True)) else term
+    if z3.is_app_of(out, z3.Z3_OP_ITE) and z3.is_real(out):
+        guard, then, other = out.children()
+        rest = _split_off(other, then)
+        if rest is not None:
+            out = then + z3.If(guard, ZERO, rest)
+        else:
+            rest = _split_off(then, other)
+            if rest is not None:
+                out = other + z3.If(guard, rest, ZERO)
+    memo[key] = out
+    return out
+
+
+def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker,
+            timeout_s: float, record) -> tuple[z3.ExprRef, z3.ExprRef, list[Step]]:
+    """The pair with the kernel's conditional accumulations as guarded summands and, when the kernel then
+    reads no comprehension, the reference's small constant-range Sums unrolled; with the steps that undo it."""
+    steps = []
+    pulled, equation = _pulled(kernel, hypothesis, checker, timeout_s, record)
+    if equation is not None:
+        steps.append(Step(kernel, reference, equation))
+        kernel = pulled
+    if reaching(kernel, COMPREHENSIONS):
+        return kernel, reference, steps
+    for window in outside_binders(reference, (SUM,)):
+        count = _window(window)
+        if count is None:
+            continue
+        try:
+            equation = unroll(window, count, checker, timeout_s, under=hypothesis)
+        except Refused as refused:
+            record(refused.obligation, refused.outcome)
+            continue
+        record(*equation.evidence[0])
+        conclusion = equation.conclusion
+        terms = (conclusion.arg(1) if z3.is_implies(conclusion) else conclusion).arg(1)
+        unrolled = z3.substitute(reference, (window, terms))
+        steps.append(Step(kernel, reference, equation))
+        reference = unrolled
+    return kernel, reference, steps
+
+
+def _window(term: z3.ExprRef) -> int | None:
+    """hi - lo of a Sum with constant bounds and at most MAX_WINDOW terms whose body reads no comprehension."""
+    lo, hi = term.arg(0), term.arg(1)
+    if not (z3.is_bv_value(lo) and z3.is_bv_value(hi)) or reaching(term.arg(2).body(), COMPREHENSIONS):
+        return None
+    count = hi.as_long() - lo.as_long()
+    return count if 0 < count <= MAX_WINDOW else None
+
+
+def _pulled(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float,
+            record) -> tuple[z3.ExprRef, Theorem | None]:
+    """(`term` with its conditional accumulations as guarded summands, ⊢ h → new = term), or (term, None) when
+    nothing changed or the equation was not proved (the lane then goes on with its own term)."""
+    new = _pull(term, {})
+    if new.eq(term):
+        return term, None
+    try:
+        theorem = by_smt(z3.Implies(hypothesis, new == term), checker, timeout_s,
+                         "equivalence: a conditional accumulation is a sum of guarded terms", "equivalence")
+    except Refused as refused:
+        record(refused.obligation, refused.outcome)
+        return term, None
+    record(*theorem.evidence[0])
+    return new, theorem
