@@ -31,17 +31,35 @@ FACT_S = 20.0      # at most this long for one fact
 
 
 def _reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
-    """(taken, x[i]) of each If(g, x[i], 0) or If(g, 0, x[i]) in `term`, x an input read at one index."""
-    out, seen = [], set()
-    for t in subterms(term):
-        if t.get_id() in seen or not (z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t)):
+    """(taken, x[i]) of each outermost guarded read in `term`: x[i] itself (taken always: a tap the compiler
+    knows is inside), or If(g, r, 0) / If(g, 0, r) around a guarded read r (taken when g, resp. ¬g, and r's
+    own condition hold: the tap tests of a 2-D window, one per loop level)."""
+    out, seen, todo = [], set(), [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
             continue
         seen.add(t.get_id())
-        g, a, b = t.children()
-        for read, other, taken in ((a, b, g), (b, a, z3.Not(g))):
-            if _is_read(read) and z3.is_rational_value(other) and other.as_fraction() == 0:
-                out.append((taken, read))
+        found = _guarded(t)
+        if found is not None:
+            out.append(found)
+        elif z3.is_app(t):
+            todo.extend(reversed(t.children()))
     return out
+
+
+def _guarded(t: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
+    if _is_read(t):
+        return z3.BoolVal(True), t
+    if not (z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t)):
+        return None
+    g, a, b = t.children()
+    for inner, other, test in ((a, b, g), (b, a, z3.Not(g))):
+        if z3.is_rational_value(other) and other.as_fraction() == 0:
+            found = _guarded(inner)
+            if found is not None:
+                return (test if z3.is_true(found[0]) else z3.And(test, found[0])), found[1]
+    return None
 
 
 def _is_read(t: z3.ExprRef) -> bool:

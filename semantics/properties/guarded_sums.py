@@ -5,16 +5,18 @@ A pooling or convolution window with padding accumulates only where the tap is i
 `If(g₇, a₆, a₆ + t₇)` over `a₆ = If(g₆, a₅, a₅ + t₆)`, …, which no matcher reads as a reduction, while the
 reference is `Sum(0, K, λw. If(inside(w), x[…], 0))`. Moving each guard onto its own summand,
 
-    If(g, a, a + t) = a + If(g, 0, t)        If(g, a + t, a) = a + If(g, t, 0)
+    If(g, a, a + t₁ + … + tₙ) = a + If(g, 0, t₁) + … + If(g, 0, tₙ)     (and with the branches swapped)
 
-(an identity of reals: both sides are a when g picks a, a + t otherwise), turns the chain into the flat sum
+(an identity of reals: both sides are a when g picks a, a + Σt otherwise; n > 1 where a whole inner window
+sits under an outer tap test), turns the chain into the flat sum
 of K guarded summands that `semantics.properties.unions.unrolled` finds and the matcher pairs with the
-reference's Sum. The rewrite is a tactic step: its equation ⊢ h → new = old is proved by `by_smt` (the
-obligation is comprehension-free, guard atoms and real additions), so `compose.close` undoes it by kernel
+reference's Sum. The rewrite is a tactic step: its equation ⊢ h → new = old is proved by `by_smt` with the
+guards and reads as atoms (then `instantiate`d back), so `compose.close` undoes it by kernel
 rules and the lane still reaches its top goal.
 
 When the kernel side holds no comprehension at all and the reference's Sum runs over a small constant window
-(at most MAX_WINDOW terms: a pooling or convolution tap loop), the Sum is unrolled instead, by the kernel's
+(at most MAX_WINDOW terms, nested windows counted together: a pooling or convolution tap loop), the Sum is
+unrolled instead, by the kernel's
 `unroll` (⊢ h → Sum(lo, hi, f) = f(lo) + … + f(hi - 1)): both sides are then sums of guarded terms the
 solver compares directly, which no index map has to line up first. The window is a constant of the
 reference (the pooling kernel size, the filter width), never a tensor extent.
@@ -27,14 +29,15 @@ import z3
 from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, SUM
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt
+from semantics.proof.rules import by_smt, instantiate
 from semantics.proof.sums import unroll
 from semantics.properties.compose import Step
 from semantics.properties.unions import summands
-from semantics.terms import outside_binders, reaching
+from semantics.terms import outside_binders, reaching, subterms
 
 ZERO = z3.RealVal(0)
-MAX_WINDOW = 32   # terms of a constant-range reference Sum unrolled against a comprehension-free kernel value
+MAX_WINDOW = 64   # terms a constant-range reference Sum (nested ones too) unrolls to against a comprehension-free
+                 # kernel value: a pooling or convolution window, never a tensor extent
 
 
 def _split_off(longer: z3.ExprRef, shorter: z3.ExprRef) -> z3.ExprRef | None:
@@ -68,11 +71,11 @@ def _pull(term: z3.ExprRef, memo: dict[int, z3.ExprRef]) -> z3.ExprRef:
         guard, then, other = out.children()
         rest = _split_off(other, then)
         if rest is not None:
-            out = then + z3.If(guard, ZERO, rest)
+            out = z3.Sum(then, *(z3.If(guard, ZERO, r) for r in summands(rest)))
         else:
             rest = _split_off(then, other)
             if rest is not None:
-                out = other + z3.If(guard, rest, ZERO)
+                out = z3.Sum(other, *(z3.If(guard, r, ZERO) for r in summands(rest)))
     memo[key] = out
     return out
 
@@ -88,30 +91,34 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
         kernel = pulled
     if reaching(kernel, COMPREHENSIONS):
         return kernel, reference, steps
-    for window in outside_binders(reference, (SUM,)):
-        count = _window(window)
-        if count is None:
-            continue
+    while True:   # outermost first: a 2-D or 3-D window's inner Sums come out of its binder once it is unrolled
+        window = next((w for w in outside_binders(reference, (SUM,)) if _taps(w) is not None), None)
+        if window is None:
+            return kernel, reference, steps
         try:
-            equation = unroll(window, count, checker, timeout_s, under=hypothesis)
+            equation = unroll(window, window.arg(1).as_long() - window.arg(0).as_long(), checker, timeout_s,
+                              under=hypothesis)
         except Refused as refused:
             record(refused.obligation, refused.outcome)
-            continue
+            return kernel, reference, steps
         record(*equation.evidence[0])
         conclusion = equation.conclusion
         terms = (conclusion.arg(1) if z3.is_implies(conclusion) else conclusion).arg(1)
-        unrolled = z3.substitute(reference, (window, terms))
         steps.append(Step(kernel, reference, equation))
-        reference = unrolled
-    return kernel, reference, steps
+        reference = z3.substitute(reference, (window, terms))
 
 
-def _window(term: z3.ExprRef) -> int | None:
-    """hi - lo of a Sum with constant bounds and at most MAX_WINDOW terms whose body reads no comprehension."""
+def _taps(term: z3.ExprRef) -> int | None:
+    """The terms a Sum with constant bounds unrolls to, its inner constant Sums unrolled too, when at most
+    MAX_WINDOW; None for a Sum with a symbolic bound (a tensor extent) or an inner one, or too many terms."""
     lo, hi = term.arg(0), term.arg(1)
-    if not (z3.is_bv_value(lo) and z3.is_bv_value(hi)) or reaching(term.arg(2).body(), COMPREHENSIONS):
+    if not (z3.is_bv_value(lo) and z3.is_bv_value(hi)):
         return None
-    count = hi.as_long() - lo.as_long()
+    inner = [_taps(t) for t in subterms(term.arg(2).body()) if z3.is_app(t) and t.decl().eq(SUM)]
+    if any(n is None for n in inner) or reaching(term.arg(2).body(), tuple(c for c in COMPREHENSIONS
+                                                                           if not c.eq(SUM))):
+        return None
+    count = (hi.as_long() - lo.as_long()) * max(inner, default=1)
     return count if 0 < count <= MAX_WINDOW else None
 
 
@@ -122,11 +129,39 @@ def _pulled(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_
     new = _pull(term, {})
     if new.eq(term):
         return term, None
+    claim = z3.Implies(hypothesis, new == term)
     try:
-        theorem = by_smt(z3.Implies(hypothesis, new == term), checker, timeout_s,
-                         "equivalence: a conditional accumulation is a sum of guarded terms", "equivalence")
+        theorem = _by_abstraction(claim, [new, term], checker, timeout_s)
     except Refused as refused:
-        record(refused.obligation, refused.outcome)
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
         return term, None
     record(*theorem.evidence[0])
     return new, theorem
+
+
+ARITHMETIC = (z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_ITE, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_DIV)
+
+
+def _by_abstraction(claim: z3.BoolRef, sides: list[z3.ExprRef], checker: Checker, timeout_s: float) -> Theorem:
+    """⊢ claim by `by_smt` of the claim with each If's condition in `sides` read as a Boolean atom and each
+    real leaf (an input read, a value the arithmetic does not look into) as a real atom, then `instantiate`
+    of every atom back: the rewrite is an identity of + and If whatever the guards and reads are, so the
+    obligation is propositional and linear instead of bit-blasting every guard and index (tens of seconds for
+    a 3-D window's 27 taps)."""
+    atoms: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+    for side in sides:
+        for t in subterms(side):
+            if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t) and not z3.is_true(t.arg(0)):
+                atoms.setdefault(t.arg(0).get_id(), (t.arg(0), z3.Bool(f"guard!{len(atoms)}")))
+            elif z3.is_real(t) and not z3.is_rational_value(t) and not (z3.is_app(t) and t.decl().kind() in
+                                                                        ARITHMETIC):
+                atoms.setdefault(t.get_id(), (t, z3.Real(f"leaf!{len(atoms)}")))
+    pairs = list(atoms.values())
+    theorem = by_smt(z3.substitute(claim, *pairs) if pairs else claim, checker, timeout_s,
+                     "equivalence: a conditional accumulation is a sum of guarded terms", "equivalence")
+    for term, atom in pairs:
+        theorem = instantiate(theorem, atom, term)
+    if not theorem.conclusion.eq(claim):
+        raise Refused("guarded_sums: the atoms do not give the equation back")
+    return theorem
