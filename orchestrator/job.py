@@ -164,6 +164,7 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
     deadline = start + timeout_s
     name = manifest.parent.name
     stages = Stages(reporter.stage)
+    prepared = None
     with span("lark.job", {"lark.manifest": str(manifest)}) as job, \
             Search(checker, STRATEGIES, budget, search_width, on_close=reporter.goal) as search:
         try:
@@ -187,8 +188,10 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
             stopped = unknown(name, f"wall-time budget of {timeout_s:g} s exhausted (during {reporter.current})",
                               time.monotonic() - start)
             stopped.stats["obligations"] = getattr(checker, "checked", 0)
+            _inspect_partial(inspect, prepared, checker, stopped.reason)
             return stopped
         except Unsupported as exc:
+            _inspect_partial(inspect, prepared, checker, f"unsupported: {exc}")
             return unknown(name, f"unsupported: {exc}", time.monotonic() - start)
         except Exception as exc:  # noqa: BLE001 - a crash must never read as a verdict; it is unknown
             return unknown(name, f"internal error: {type(exc).__name__}: {exc}", time.monotonic() - start)
@@ -206,6 +209,14 @@ def _run(manifest: Path, timeout_s: float, reporter: _Reporter, certificate: Pat
     annotate(result, prepared)
     _write_documents(result, manifest, prepared, report, {"certificate": certificate, "witness": witness}, deadline)
     return result
+
+
+def _inspect_partial(inspect: Inspector | None, prepared, checker: Checker, reason: str) -> None:
+    """`--show` for a run that stopped before the core decided: what intake prepared (ptx, reference) and the
+    obligations decided so far; the passes that did not finish show as not run."""
+    if inspect is None or prepared is None:
+        return
+    inspect(prepared, Report("unknown", {}, [], reason, obligations=list(getattr(checker, "log", []))))
 
 
 WRITERS = {"certificate": ("verified", write_certificate), "witness": ("refuted", write_witness)}

@@ -18,12 +18,15 @@ EVERY_S = 2.0
 
 
 class Counting:
-    """A checker that counts the obligations through it and calls `tick(checked, elapsed_s)` now and then."""
+    """A checker that counts the obligations through it and calls `tick(checked, elapsed_s)` now and then. It
+    keeps each (obligation, outcome) in `log`, so a run the wall-time budget stops can still show which were
+    decided (`lark verify --show obligations`)."""
 
     def __init__(self, inner: Checker, tick: Callable[[int, float], None], every_s: float = EVERY_S):
         self.inner = inner
         self.name = inner.name
         self.checked = 0
+        self.log: list[tuple[Obligation, Outcome]] = []
         self._tick = tick
         self._every_s = every_s
         self._start = self._last = time.monotonic()
@@ -34,6 +37,7 @@ class Counting:
         now = time.monotonic()
         with self._lock:
             self.checked += 1
+            self.log.append((obligation, outcome))
             due = now - self._last >= self._every_s
             if due:
                 self._last = now

@@ -77,3 +77,34 @@ def test_an_unknown_stage_is_a_usage_error(tasks) -> None:
     ran = lark("verify", tasks["copy"], "--show", "tactics")
     assert ran.exit_code == 3
     assert "tactics" in ran.output
+
+
+class _StopsAfter:
+    """A checker whose wall-time budget runs out after `n` obligations (the way `within` interrupts a job)."""
+
+    def __init__(self, n: int):
+        from lean_pool.checker import Z3Checker
+        self.inner, self.n, self.name = Z3Checker(), n, "z3"
+
+    def check(self, obligation, timeout_s):
+        from orchestrator.deadline import DeadlinePassed
+        if self.n == 0:
+            raise DeadlinePassed()
+        self.n -= 1
+        return self.inner.check(obligation, timeout_s)
+
+
+def test_a_run_the_budget_stops_still_shows_what_finished(tasks) -> None:
+    from orchestrator.job import run_verify
+    from orchestrator.show import render
+    from semantics.verdict import Report
+
+    seen: list[tuple[object, Report]] = []
+    result = run_verify(tasks["copy"], 60.0, checker=_StopsAfter(2),
+                        inspect=lambda prepared, report: seen.append((prepared, report)))
+    assert result.verdict == "unknown" and "exhausted" in result.reason
+    (prepared, report), = seen
+    assert len(report.obligations) == 2 and report.reason == result.reason
+    shown = sections(render(("ptx", "goals", "obligations"), prepared, report))
+    assert ".entry" in shown["ptx"] and "did not run" in shown["goals"]
+    assert len([row for row in shown["obligations"].splitlines() if row.startswith("  proved")]) == 2
