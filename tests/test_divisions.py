@@ -5,6 +5,7 @@ import z3
 
 from lean_pool.checker import Z3Checker
 from orchestrator.provers.inverse import split
+from semantics import purify
 from semantics.properties import divisions
 from semantics.terms import subterms
 
@@ -22,7 +23,7 @@ def _rewrite(term: z3.ExprRef, kernel: z3.ExprRef, bound: int) -> tuple[z3.ExprR
 
 
 def _divides(term: z3.ExprRef) -> bool:
-    return any(z3.is_app(t) and t.decl().kind() in divisions.DIVISIONS for t in subterms(term))
+    return any(z3.is_app(t) and t.decl().kind() in purify.DIVISIONS for t in subterms(term))
 
 
 def test_the_reference_division_goes_through_the_kernel_quotient():

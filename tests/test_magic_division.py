@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import z3
 
-from semantics.properties import divisions
+from semantics import purify
 from semantics.ptx import magic
 
 W = 12
@@ -159,14 +159,14 @@ def _index(e: z3.BitVecRef) -> z3.BitVecRef:
 
 
 def test_purified_divisions_keep_every_answer():
-    """`divisions.purified` is equisatisfiable with the formula for each pinned e (the quotients forced), and
+    """`purify.purified` is equisatisfiable with the formula for each pinned e (the quotients forced), and
     the out-of-bounds query it speeds up is still unsat, its off-by-one twin still sat."""
     e = z3.BitVec("e", 32)
     within = z3.And(z3.ULT(e, 534775808), z3.UGE(_index(e), 2048 * 262144))
-    assert _proves(z3.Not(divisions.purified(within)))
+    assert _proves(z3.Not(purify.purified(within)))
     outside = z3.And(z3.ULT(e, 534775808 + 1), z3.UGE(_index(e), 2048 * 262144))
     model_solver = z3.Solver()
-    model_solver.add(divisions.purified(outside))
+    model_solver.add(purify.purified(outside))
     assert model_solver.check() == z3.sat
     witness = model_solver.model().eval(e, model_completion=True)
     assert _proves(z3.substitute(outside, (e, witness)))          # the model is one of the formula
@@ -174,14 +174,14 @@ def test_purified_divisions_keep_every_answer():
         pinned = z3.And(e == value, _index(e) == z3.BitVecVal(value // 261121 * 262144 + value // 511 % 511 * 512
                                                                 + value % 511, 64))
         solver = z3.Solver()
-        solver.add(divisions.purified(pinned))
+        solver.add(purify.purified(pinned))
         assert solver.check() == z3.sat
         solver = z3.Solver()
-        solver.add(divisions.purified(z3.And(e == value, z3.Not(pinned))))
+        solver.add(purify.purified(z3.And(e == value, z3.Not(pinned))))
         assert solver.check() == z3.unsat
 
 
 def test_purified_leaves_unbounded_and_power_of_two_divisions():
     x = z3.BitVec("x", 64)
     formula = z3.And(z3.UDiv(x, 510) == 3, z3.URem(z3.ZeroExt(32, z3.Extract(31, 0, x)), 512) == 1)
-    assert divisions.purified(formula).eq(formula)
+    assert purify.purified(formula).eq(formula)

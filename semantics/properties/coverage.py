@@ -15,8 +15,8 @@ from collections.abc import Callable
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics import purify
 from semantics.proof.indices import defines
-from semantics.properties import divisions
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, goal_of, prove
 from semantics.properties.equivalence import E_INDEX, element_index
 from semantics.ptx.machine import Buffer, Launch, Thread
@@ -57,14 +57,14 @@ def _split_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     and a model still gives e. A division by a constant that is not a power of two is a large circuit to z3, a product
     by it is not: the coverage of 393216-column rows exceeded z3's work limit before."""
     found: dict[tuple[int, int], tuple[z3.BitVecRef, int, list[z3.ExprRef]]] = {}
-    for t in divisions.by_constant(formula):
+    for t in purify.by_constant(formula):
         if t.arg(0).size() == 64 and not any(z3.is_var(u) for u in subterms(t.arg(0))):
             key = (t.arg(0).get_id(), t.arg(1).as_long())
             found.setdefault(key, (t.arg(0), t.arg(1).as_long(), []))[2].append(t)
     pairs, facts = [], []
     for n, (dividend, divisor, terms) in enumerate(found.values()):
         q, r = z3.BitVec(f"coverage.q{n}", 64), z3.BitVec(f"coverage.r{n}", 64)
-        pairs += [(t, q if divisions.is_quotient(t) else r) for t in terms]
+        pairs += [(t, q if purify.is_quotient(t) else r) for t in terms]
         facts.append(defines(dividend, divisor, q, r))
     # (a dividend may hold a division too)
     return z3.substitute(z3.And(formula, *facts), *pairs) if pairs else formula

@@ -5,7 +5,7 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.properties import divisions
+from semantics import purify
 from semantics.properties.common import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -36,7 +36,7 @@ def safe(access: Access, buffer: Buffer) -> z3.BoolRef:
 
 def obligation(access: Access, buffer: Buffer, thread: Thread, launch_ok: z3.BoolRef) -> Obligation:
     # (divisions by constants named by their quotient and remainder: equisatisfiable, and far cheaper)
-    formula = divisions.purified(z3.And(launch_ok, access.guard, z3.Not(safe(access, buffer))))
+    formula = purify.purified(z3.And(launch_ok, access.guard, z3.Not(safe(access, buffer))))
     witness = {**thread_witness(thread, access.loops), "offset": access.offset, **input_reads(formula)}
     return Obligation(f"memory_safety: {access.kind} {buffer.name} at line {access.line}", "memory_safety",
                       formula, witness)

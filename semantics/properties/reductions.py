@@ -40,9 +40,10 @@ from functools import cached_property
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
+from semantics import purify
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
-from semantics.properties import compose, divisions, matched_sums, nested_sums
+from semantics.properties import compose, matched_sums, nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
@@ -171,8 +172,8 @@ class Matcher:
 
     def _obligation(self, name: str, formula: z3.BoolRef) -> Obligation:
         """Unsat proves the premise; divisions by constants named by quotient and remainder (equisatisfiable,
-        `divisions.purified`): a window's index terms are far cheaper so."""
-        return Obligation(f"equivalence: {name}", "equivalence", divisions.purified(z3.And(self.hyp, formula)))
+        `semantics.purify.purified`): a window's index terms are far cheaper so."""
+        return Obligation(f"equivalence: {name}", "equivalence", purify.purified(z3.And(self.hyp, formula)))
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
         ob = self._obligation(name, formula)

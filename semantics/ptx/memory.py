@@ -76,7 +76,8 @@ def _finite(state: ThreadState, value, ins: Instr):
     lane unmasked (a masked-off store stores nothing); a store that may store -inf is refused."""
     if not isinstance(value, z3.ExprRef) or not z3.is_real(value):
         return value
-    value = neginf.settle(state, value, state.condition(), f"the store at line {ins.line}")
+    value = neginf.settle(state, value, state.condition(), f"the store at line {ins.line}",
+                          neginf.STORE_SETTLE_TIMEOUT_MS)
     neginf.refuse_stored(state, value, f"line {ins.line}")
     return value
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
+from semantics import purify
 from semantics.errors import Unsupported
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 NEG_INF = z3.Real("-inf!")
 NEG_INF_BITS = {16: 0xFC00, 32: 0xFF800000, 64: 0xFFF0000000000000}
 SETTLE_TIMEOUT_MS = 2000
+STORE_SETTLE_TIMEOUT_MS = 15000   # once per store site: the last chance before -inf is refused there
 
 
 _PROBE = z3.Real("-inf!probe")
@@ -153,7 +155,8 @@ def unary(opcode: str, a: z3.ArithRef, real_op, where: str, marks: Marks = _MARK
     raise Unsupported(f"-inf (a masked lane's padding) reaches {what}")
 
 
-def settle(state: ThreadState, value: z3.ExprRef, condition: z3.BoolRef, what: str) -> z3.ExprRef:
+def settle(state: ThreadState, value: z3.ExprRef, condition: z3.BoolRef, what: str,
+           timeout_ms: int = SETTLE_TIMEOUT_MS) -> z3.ExprRef:
     """`value` where the thread's launch ranges and `condition` (what holds wherever the value is used: the
     path for a register, the path and the predicate for a store) prove its guard: the padding is then never
     the value. Unchanged when the guard is not proved."""
@@ -163,8 +166,10 @@ def settle(state: ThreadState, value: z3.ExprRef, condition: z3.BoolRef, what: s
     if z3.is_false(c):
         return value
     solver = z3.Solver()
-    solver.set("timeout", SETTLE_TIMEOUT_MS)
-    solver.add(state.ctx.thread.in_launch(state.ctx.launch), condition, z3.Not(c))
+    solver.set("timeout", timeout_ms)
+    # divisions named (`semantics.purify`: equisatisfiable): whether a pooling window has an inside tap reads
+    # the output's row and column, x / W and x mod W, which as divider circuits take z3 a minute
+    solver.add(purify.purified(z3.And(state.ctx.thread.in_launch(state.ctx.launch), condition, z3.Not(c))))
     return v if solver.check() == z3.unsat else value
 
 

@@ -1,0 +1,65 @@
+"""Divisions by constants named in a formula before it goes to the solver: equisatisfiable, much cheaper.
+
+A divider is a large circuit to z3 (tens of seconds per window read of a convolution, a minute for the
+question whether a pooling window has an inside tap); a product by a constant is not. `purified` names each
+liftable x / d and x mod d by fresh variables constrained so that they can only be the quotient and the
+remainder (its theorem below). Trusted: memory safety, the reduction matcher's window obligations and the
+-inf padding's settle query decide purified formulas.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import z3
+
+from semantics.ptx import magic
+from semantics.terms import subterms
+
+DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BUREM_I)
+
+
+def by_constant(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The divisions and remainders of `term` by a positive constant."""
+    return [t for t in subterms(term) if z3.is_app(t) and t.decl().kind() in DIVISIONS
+            and z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() > 0]
+
+
+def is_quotient(division: z3.ExprRef) -> bool:
+    return z3.is_app_of(division, z3.Z3_OP_BUDIV) or z3.is_app_of(division, z3.Z3_OP_BUDIV_I)
+
+
+def _liftable(division: z3.ExprRef) -> bool:
+    """A division `purified` names: by a constant not a power of two (z3 reads those as bit extractions), of a
+    dividend free of bound variables whose structural bound X leaves X + d below 2^w."""
+    dividend, d = division.arg(0), division.arg(1).as_long()
+    return d & (d - 1) != 0 and not any(z3.is_var(u) for u in subterms(dividend)) and \
+        magic.upper(dividend) + d <= 1 << dividend.size()
+
+
+def purified(formula: z3.BoolRef) -> z3.BoolRef:
+    """The formula with each liftable x / d and x mod d as a fresh q and r with x = q·d + r, r < d and
+    q ≤ ⌊X/d⌋ (X = `magic.upper(x)`, X + d ≤ 2^w) at the width w: equisatisfiable, and a model of it is a
+    model of the formula. A divider is a large circuit to z3 (tens of seconds per window read of a
+    convolution); a product by a constant is not.
+
+    Theorem: those constraints have exactly the solution q = x / d, r = x mod d. That pair satisfies them
+    (x ≤ X, and q·d + r = x < 2^w does not wrap); and any solution has q·d + r ≤ ⌊X/d⌋·d + d − 1 < 2^w, so
+    q·d + r = x without wrap-around and 0 ≤ r < d, which Euclid's division makes unique. The outermost
+    division is named first, so a division inside its dividend is still a plain subterm (of its constraint)
+    when its own turn comes; each step names every occurrence of one (x, d), so the steps end."""
+    facts: list[z3.BoolRef] = []
+    for n in itertools.count():
+        candidates = [t for t in by_constant(z3.And(formula, *facts)) if _liftable(t)]
+        if not candidates:
+            break
+        outer = max(candidates, key=lambda t: len(by_constant(t.arg(0))))
+        dividend, d = outer.arg(0), outer.arg(1).as_long()
+        w = dividend.size()
+        q, r = z3.BitVec(f"division.q{n}", w), z3.BitVec(f"division.r{n}", w)
+        pairs = [(t, q if is_quotient(t) else r) for t in candidates
+                 if t.arg(0).eq(dividend) and t.arg(1).as_long() == d]
+        formula = z3.substitute(formula, *pairs)
+        facts = [z3.substitute(f, *pairs) for f in facts]
+        facts.append(z3.And(dividend == q * d + r, z3.ULT(r, d), z3.ULE(q, magic.upper(dividend) // d)))
+    return z3.And(formula, *facts) if facts else formula
