@@ -49,6 +49,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/preconditions.py", TRUSTED, "value-range preconditions on integer inputs (by_smt's instances)"),
     ("semantics/constants.py", TRUSTED, "reference float32 constants a kernel literal may stand for (float.constant)"),
     ("semantics/comprehension.py", TRUSTED, "the Sum/Prod/Max/Min term constructors"),
+    ("semantics/arg_extrema.py", TRUSTED, "the ArgMax/ArgMin fold constructors and their concrete meaning"),
     ("semantics/terms.py", TRUSTED, "term traversal"),
     ("semantics/", TRUSTED, "support (errors, versions)"),
     ("lean_pool/", TRUSTED, "the checker interface and backends (z3, cvc5), the pool, the lemma cache"),

@@ -1,0 +1,194 @@
+"""Arg-extremum loops: a (value, index) pair carried through a loop and replaced together on a comparison.
+
+`if (v > best) { best = v; arg = m; }` compiles to two selections on one predicate: from one generic run of
+the body (every carried register a fresh header symbol b, a), the back edge gives
+
+    b' = If(T > b, T, b)        a' = If(T > b, I, a)
+
+with T and I free of b and a, and I an induction term: at iteration k it is base + k with base free of k
+(the loop counter, `arg = m`). Then at the start of iteration k
+
+    b = MaxFrom(b₀, 0, k, λt. T(t))        a = ArgMaxFrom(b₀, a₀, base, k, λt. T(t))
+
+exactly (`semantics.arg_extrema`): by induction on k. At k = 0 both folds are empty and give (b₀, a₀). If
+they hold at k, the back edge gives b' = If(T(k) > b, T(k), b) = max(b, T(k)) (reals: no NaN), which is
+MaxFrom over [0, k+1), and a' = If(T(k) > b, base + k, a), which is the fold's step at t = k with the fold's
+value component b: ArgMaxFrom over [0, k+1). The comparison names the kind (`COMPARISONS`): > is argmax,
+< argmin, ≥ and ≤ their last-index-on-ties twins; the value register is then the max (min) accumulator of
+`semantics.ptx.accumulators` with step T. Any other shape of a carried integer is not summarised here (the
+caller refuses it), nor a pair whose value starts at the -inf padding marker (`neginf`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import z3
+
+from semantics.arg_extrema import KINDS, arg_over
+from semantics.errors import Unsupported
+from semantics.ptx import neginf
+from semantics.ptx.accumulators import Accumulator
+from semantics.ptx.accumulators import at_iteration as value_at_iteration
+from semantics.ptx.machine import simplify
+from semantics.terms import mentions
+
+if TYPE_CHECKING:
+    from semantics.ptx.state import ThreadState
+
+# "T op b" -> the fold; a negation flips the comparison, and b op T mirrors it
+COMPARISONS = {z3.Z3_OP_GT: "argmax", z3.Z3_OP_GE: "argmax_last", z3.Z3_OP_LT: "argmin", z3.Z3_OP_LE: "argmin_last"}
+NEGATED = {z3.Z3_OP_GT: z3.Z3_OP_LE, z3.Z3_OP_LE: z3.Z3_OP_GT, z3.Z3_OP_GE: z3.Z3_OP_LT, z3.Z3_OP_LT: z3.Z3_OP_GE}
+MIRRORED = {z3.Z3_OP_GT: z3.Z3_OP_LT, z3.Z3_OP_LT: z3.Z3_OP_GT, z3.Z3_OP_GE: z3.Z3_OP_LE, z3.Z3_OP_LE: z3.Z3_OP_GE}
+VALUE_KIND = {"argmax": "max", "argmax_last": "max", "argmin": "min", "argmin_last": "min"}
+
+
+@dataclass(frozen=True)
+class ArgAccumulator:
+    kind: str                 # a key of semantics.arg_extrema.KINDS
+    header: z3.BitVecRef      # the generic run's symbol for the index register
+    value_reg: str            # the register holding the pair's value
+    step: z3.ArithRef         # T: the value one iteration compares, over the generic run's header symbols
+    index: z3.BitVecRef       # I: the index it records
+    next_value: z3.BitVecRef  # the index register's back-edge value in the generic run
+
+
+def _selected(next_value: z3.ExprRef, header: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
+    """(c, x) when next_value = If(c, x, header), the header kept unless c."""
+    if not z3.is_app_of(next_value, z3.Z3_OP_ITE):
+        return None
+    cond, then, other = next_value.children()
+    if z3.eq(other, header) and not z3.eq(then, header):
+        return cond, then
+    if z3.eq(then, header) and not z3.eq(other, header):
+        return z3.Not(cond), other
+    return None
+
+
+def _comparison(cond: z3.BoolRef, value_header: z3.ArithRef) -> tuple[str, z3.ArithRef] | None:
+    """(kind, T) when cond is `T op b` over reals for b the value's header symbol (negations and mirrored
+    operands read off)."""
+    negations = 0
+    while z3.is_not(cond):
+        cond, negations = cond.arg(0), negations + 1
+    if not z3.is_app(cond) or cond.decl().kind() not in COMPARISONS or not z3.is_real(cond.arg(0)):
+        return None
+    op, (lhs, rhs) = cond.decl().kind(), cond.children()
+    if negations % 2:
+        op = NEGATED[op]
+    if z3.eq(lhs, value_header) and not z3.eq(rhs, value_header):
+        op, lhs, rhs = MIRRORED[op], rhs, lhs
+    if not z3.eq(rhs, value_header) or mentions(lhs, value_header):
+        return None
+    return COMPARISONS[op], lhs
+
+
+def classify(header: z3.BitVecRef, next_value: z3.ExprRef, values: dict[str, tuple[z3.ArithRef, z3.ExprRef]]
+             ) -> tuple[ArgAccumulator, Accumulator] | None:
+    """The index register's summary and its value register's, when the back edge selects both on one
+    comparison of the value with the value register's header (`values`: each carried real register's
+    header symbol and back-edge value)."""
+    selected = _selected(next_value, header)
+    if selected is None or mentions(selected[1], header):
+        return None
+    cond, index = selected
+    for reg, (value_header, value_next) in sorted(values.items()):
+        compared = _comparison(cond, value_header)
+        taken = _selected(value_next, value_header)
+        if compared is None or taken is None:
+            continue
+        kind, step = compared
+        if not _same_comparison(_comparison(taken[0], value_header), kind, step) or not z3.eq(taken[1], step) \
+                or mentions(step, header) or mentions(index, value_header):
+            continue
+        return (ArgAccumulator(kind, header, reg, step, index, next_value),
+                Accumulator(VALUE_KIND[kind], value_header, step, value_next))
+    return None
+
+
+def _same_comparison(found: tuple[str, z3.ArithRef] | None, kind: str, step: z3.ArithRef) -> bool:
+    return found is not None and found[0] == kind and z3.eq(found[1], step)
+
+
+def at_iteration(acc: ArgAccumulator, start: z3.BitVecRef, value_start: z3.ArithRef, count: z3.BitVecRef,
+                 step_at: z3.ArithRef, index_at: z3.BitVecRef, k: z3.BitVecRef, bound_var: z3.BitVecRef,
+                 where: str) -> z3.BitVecRef:
+    """The index register after `count` iterations: ArgFrom(value₀, index₀, base, count, λt. T(t)), with
+    `step_at`/`index_at` T and I at iteration k (header symbols replaced by their values there)."""
+    if neginf.mentions_neg_inf(value_start):
+        raise Unsupported("an arg-extremum loop whose value starts at -inf (a padded lane)", where)
+    if start.size() != 64 or index_at.size() != 64:
+        raise Unsupported("an arg-extremum index register narrower than 64 bits", where)
+    base = simplify(index_at - k)
+    if mentions(base, k):
+        raise Unsupported("an arg-extremum loop whose recorded index is not the iteration plus a constant", where)
+    return arg_over(acc.kind, value_start, start, base, count, bound_var, z3.substitute(step_at, (k, bound_var)))
+
+
+def classify_all(registers: list[str], symbols: dict, nexts: list[dict], reals: list[str]
+                 ) -> dict[str, tuple[ArgAccumulator, Accumulator]]:
+    """The registers (carried integers) every back edge of the generic run summarises alike as an index
+    register paired with one of the carried `reals`; the others are left out (the caller refuses them)."""
+    found = {}
+    for r in registers:
+        pairs = [classify(symbols[r], n[r], {b: (symbols[b], n[b]) for b in reals if b in n}) for n in nexts if r in n]
+        if pairs and all(p is not None for p in pairs) and all(_alike(p, pairs[0]) for p in pairs):
+            found[r] = pairs[0]
+    return found
+
+
+def _alike(a: tuple[ArgAccumulator, Accumulator], b: tuple[ArgAccumulator, Accumulator]) -> bool:
+    return a[0].kind == b[0].kind and a[0].value_reg == b[0].value_reg and z3.eq(a[0].step, b[0].step) \
+        and z3.eq(a[0].index, b[0].index)
+
+
+def one_more(acc: ArgAccumulator, start: z3.BitVecRef, value_header: z3.ArithRef, value_start: z3.ArithRef,
+             at_k: list) -> z3.BitVecRef:
+    """The back edge's index from the state at the start of an iteration: what a path leaving after the body
+    holds (`symexec` then summarises it over one iteration more)."""
+    return z3.substitute(acc.next_value, (acc.header, start), (value_header, value_start), *at_k)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """An index register in one loop: its accumulator, T and I at iteration k, the fold's bound variable."""
+
+    acc: ArgAccumulator
+    step_k: z3.ArithRef
+    index_k: z3.BitVecRef
+    bound_var: z3.BitVecRef
+
+
+def summary(acc: ArgAccumulator, header: str, at_k: list) -> Summary:
+    """`acc` at iteration k (`at_k`: the induction header symbols' values there)."""
+    step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
+    index_k = z3.substitute(acc.index, *at_k) if at_k else acc.index
+    return Summary(acc, step_k, index_k, z3.BitVec(f"t.{header}.{acc.header}", 64))
+
+
+def fold_at(s: Summary, entry: ThreadState, reg: str, count: z3.BitVecRef, k: z3.BitVecRef, where: str
+            ) -> z3.BitVecRef:
+    """The index register `reg` after `count` iterations from the loop's entry state."""
+    return at_iteration(s.acc, entry.regs[reg], entry.regs[s.acc.value_reg], count, s.step_k, s.index_k, k,
+                        s.bound_var, where)
+
+
+def finish(state: ThreadState, entry: ThreadState, summaries: dict, arg_summaries: dict[str, Summary], at_k: list,
+           k: z3.BitVecRef, where: str, same: Callable[[z3.ExprRef, z3.ExprRef], bool]) -> None:
+    """On a path leaving the loop at iteration k (before the value registers are finished, `symexec`): an
+    index register holds the fold over k iterations, or over k+1 when the path leaves after the body (its
+    value is the back edge's from the state at the start of iteration k); anything else is refused."""
+    for r, s in arg_summaries.items():
+        value_acc, value_step, value_j = summaries[s.acc.value_reg]
+        value = state.regs.get(r)
+        if value is None or same(value, fold_at(s, entry, r, k, k, where)):
+            continue
+        value_start = value_at_iteration(value_acc, entry.regs[s.acc.value_reg], k, value_step, k, value_j)
+        if not same(value, one_more(s.acc, fold_at(s, entry, r, k, k, where), value_acc.header, value_start, at_k)):
+            raise Unsupported(f"the index left in {r} by the {where} is not the fold's", where)
+        state.regs[r] = fold_at(s, entry, r, k + 1, k, where)
+
+
+__all__ = ["ArgAccumulator", "Summary", "classify", "classify_all", "summary", "fold_at", "finish", "KINDS"]
