@@ -170,16 +170,18 @@ class Evaluator:
         return pick([init, *values, *(v for v, _ in copies)])
 
     def _arg_fold(self, term: z3.ExprRef) -> int:
-        """An ArgMaxFrom-like fold (`semantics.arg_extrema`) with concrete bounds, step by step; a long one
-        only at its special steps and at the first and last of the others (which all have one value)."""
-        v0, i0, base, count, lam = term.children()
-        n = self.value(count)
-        j = z3.FreshConst(z3.BitVecSort(64), "replay!t")
-        body = body_at(lam, j)
-        steps = self._fold_steps(body, j, n)
-        values = [(t, self.value(z3.simplify(z3.substitute(body, (j, z3.BitVecVal(t, 64)))))) for t in steps]
+        """An ArgMaxFrom-like fold (`semantics.arg_extrema`) with concrete bounds, position by position (lane l of
+        step t is position d·t + l); a long one only at each lane's special steps and at the first and last of
+        its others (which all have one value): every value's first and last position are among them."""
+        v0, i0, base, count, *lams = term.children()
+        n, j = self.value(count), z3.FreshConst(z3.BitVecSort(64), "replay!t")
+        values = []
+        for lane, lam in enumerate(lams):
+            body = body_at(lam, j)
+            values += [(len(lams) * t + lane, self.value(z3.simplify(z3.substitute(body, (j, z3.BitVecVal(t, 64))))))
+                       for t in self._fold_steps(body, j, n)]
         return arg_extrema.fold(arg_extrema.kind_of(term).name, self.value(v0), self.value(i0), self.value(base),
-                                values)
+                                sorted(values, key=lambda pv: pv[0]))
 
     def _fold_steps(self, body: z3.ExprRef, j: z3.BitVecRef, n: int) -> list[int]:
         """The steps of a fold over [0, n) to evaluate: all of them, or (a long fold whose body allows it,

@@ -6,6 +6,7 @@ import z3
 from lean_pool.checker import Z3Checker
 from orchestrator.provers.reindex import propose
 from semantics.arg_extrema import KINDS, arg_over, fold, kind_of
+from semantics.comprehension import max_over
 from semantics.properties.reductions import Matcher
 from semantics.ptx.arg_accumulators import classify
 from semantics.replay import Evaluator
@@ -33,7 +34,7 @@ def test_a_strict_greater_pair_is_an_argmax_and_its_value_a_max():
     assert found is not None
     arg, value = found
     assert (arg.kind, value.kind, arg.value_reg) == ("argmax", "max", "%f1")
-    assert z3.eq(arg.step, T) and z3.eq(arg.index, M) and z3.eq(value.step, T)
+    assert z3.eq(arg.steps[0], T) and z3.eq(arg.indices[0], M) and z3.eq(value.step, T)
 
 
 def test_the_comparison_names_the_kind_however_it_is_written():
@@ -118,3 +119,81 @@ def test_a_long_fold_replays_sparsely_and_tells_the_tie_apart():
 
 def test_every_kind_has_its_own_symbol():
     assert len({k.decl.name() for k in KINDS.values()}) == len(KINDS)
+
+
+def _chain(selects_per_lane, elements):
+    """The back edges of an unrolled body: lane l compares elements[l] with the value before it."""
+    value, index = B, A
+    for lane, (selects, element) in enumerate(zip(selects_per_lane, elements, strict=True)):
+        cond = selects(element, value)
+        value, index = z3.If(cond, element, value), z3.If(cond, M + lane, index)
+    return value, index
+
+
+LANES = [X(M * 7 + lane) for lane in range(4)]
+
+
+def test_an_unrolled_chain_is_one_fold_of_four_lanes():
+    arg, value = classified(*_chain([lambda t, b: t > b] * 4, LANES))
+    assert arg.kind == "argmax" and len(arg.steps) == 4 and value.kind == "max"
+    assert all(z3.eq(s, e) for s, e in zip(arg.steps, LANES, strict=True))
+
+
+def test_a_chain_with_one_lane_of_another_kind_is_refused():
+    assert classified(*_chain([lambda t, b: t > b] * 3 + [lambda t, b: t >= b], LANES)) is None
+
+
+def test_a_chain_whose_index_compares_with_the_wrong_value_is_refused():
+    value, _ = _chain([lambda t, b: t > b] * 2, LANES[:2])
+    skipping = z3.If(LANES[1] > B, M + 1, z3.If(LANES[0] > B, M, A))   # lane 1 against b, not against b_1
+    assert classified(value, skipping) is None
+
+
+def _lanes(n, lanes=4, shift=1, kind="argmax"):
+    k = z3.BitVec("k!l", 64)
+    return arg_over(kind, X(z3.BitVecVal(0, 64)), 0, 1, n, k, *[X(lanes * k + lane + shift) for lane in range(lanes)])
+
+
+def test_a_four_lane_fold_matches_the_reference_of_four_times_its_length():
+    log = []
+    kernel, reference = matcher(log).rewrite(_lanes(1023) + 0, _reference(n=4092) + 0)
+    assert z3.eq(kernel, reference) and any("lane 3" in ob.name for ob in log)
+    for kernel, reference in ((_lanes(1022), _reference(n=4092)), (_lanes(1023, shift=2), _reference(n=4092))):
+        k, r = matcher([]).rewrite(kernel, reference)
+        assert kind_of(k) is not None and kind_of(r) is not None
+
+
+def _remainder(start_value, lanes_count=1023, rest=3, base=4093, shift=4093):
+    t = z3.BitVec("t!rem", 64)
+    return arg_over("argmax", start_value, _lanes(lanes_count), base, rest, t, X(t + shift))
+
+
+def _running_max(n):
+    j = z3.BitVec("j!run", 64)
+    lanes = [X(4 * j + lane + 1) for lane in range(4)]
+    tree = lanes[0]
+    for leaf in lanes[1:]:
+        tree = z3.If(tree >= leaf, tree, leaf)
+    return max_over(X(z3.BitVecVal(0, 64)), 0, n, j, tree)
+
+
+def test_a_remainder_fold_started_from_an_unrolled_one_is_split_off_the_reference():
+    log = []
+    kernel, reference = matcher(log).rewrite(_remainder(_running_max(1023)) + 0, _reference() + 0)
+    assert z3.eq(kernel, reference) and any("prefix" in ob.name for ob in log)
+
+
+def test_a_remainder_started_from_another_value_or_skipping_an_element_is_not_split():
+    for kernel in (_remainder(_running_max(1022)), _remainder(X(z3.BitVecVal(0, 64))),
+                   _remainder(_running_max(1023), shift=4094), _remainder(_running_max(1023), base=4092)):
+        k, r = matcher([]).rewrite(kernel, _reference())
+        assert kind_of(k) is not None and kind_of(r) is not None
+
+
+def test_a_four_lane_fold_replays_in_position_order():
+    model = z3.Solver()
+    assert model.check() == z3.sat
+    inputs = {("x", 0): 1, ("x", 102): 5, ("x", 103): 5, ("x", None): 2}
+    first = Evaluator(model.model(), dict(inputs)).value(_lanes(1023))
+    last = Evaluator(model.model(), dict(inputs)).value(_lanes(1023, kind="argmax_last"))
+    assert (first, last) == (102, 103)

@@ -15,8 +15,16 @@ they hold at k, the back edge gives b' = If(T(k) > b, T(k), b) = max(b, T(k)) (r
 MaxFrom over [0, k+1), and a' = If(T(k) > b, base + k, a), which is the fold's step at t = k with the fold's
 value component b: ArgMaxFrom over [0, k+1). The comparison names the kind (`COMPARISONS`): > is argmax,
 < argmin, ≥ and ≤ their last-index-on-ties twins; the value register is then the max (min) accumulator of
-`semantics.ptx.accumulators` with step T. Any other shape of a carried integer is not summarised here (the
-caller refuses it), nor a pair whose value starts at the -inf padding marker (`neginf`).
+`semantics.ptx.accumulators` with step T.
+
+A loop nvcc unrolled d times chains d such selections, lane l comparing T_l with the value b_l the lanes
+before it left (b_0 = b, b_{l+1} = If(T_l > b_l, T_l, b_l)), the index chain selected on those very
+comparisons: a_{l+1} = If(T_l > b_l, I_l, a_l). With every I_l(k) = base + d·k + l (one base, free of k)
+this is the d-lane fold ArgMaxFrom_d(b₀, a₀, base, k, T_0, …, T_{d-1}), whose positions d·t + l run the
+lanes in turn (the same induction, one lane at a time within an iteration), and b is MaxFrom(b₀, 0, k,
+max(T_0, …, T_{d-1})). Any other shape of a carried integer is not summarised here (the caller refuses it),
+nor a pair whose value starts at the -inf padding marker (`neginf`), nor an index register narrower than
+64 bits or an index that is not its position plus a constant (nvcc's sign-extended 32-bit `m + l`).
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from semantics.arg_extrema import KINDS, arg_over
+from semantics.arg_extrema import KINDS, MAX_LANES, arg_over
 from semantics.errors import Unsupported
 from semantics.ptx import neginf
 from semantics.ptx.accumulators import Accumulator
@@ -47,12 +55,15 @@ VALUE_KIND = {"argmax": "max", "argmax_last": "max", "argmin": "min", "argmin_la
 
 @dataclass(frozen=True)
 class ArgAccumulator:
-    kind: str                 # a key of semantics.arg_extrema.KINDS
-    header: z3.BitVecRef      # the generic run's symbol for the index register
-    value_reg: str            # the register holding the pair's value
-    step: z3.ArithRef         # T: the value one iteration compares, over the generic run's header symbols
-    index: z3.BitVecRef       # I: the index it records
-    next_value: z3.BitVecRef  # the index register's back-edge value in the generic run
+    kind: str                          # a key of semantics.arg_extrema.KINDS
+    header: z3.BitVecRef               # the generic run's symbol for the index register
+    value_reg: str                     # the register holding the pair's value
+    steps: tuple[z3.ArithRef, ...]     # T_l: the values one iteration compares in turn (its lanes), over the
+    indices: tuple[z3.BitVecRef, ...]  # generic run's header symbols; I_l: the indices they record
+    next_value: z3.BitVecRef           # the index register's back-edge value in the generic run
+
+    def terms(self) -> tuple[z3.ExprRef, ...]:
+        return (*self.steps, *self.indices)
 
 
 def _selected(next_value: z3.ExprRef, header: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
@@ -85,27 +96,73 @@ def _comparison(cond: z3.BoolRef, value_header: z3.ArithRef) -> tuple[str, z3.Ar
     return COMPARISONS[op], lhs
 
 
+def _value_chain(value: z3.ExprRef, header: z3.ArithRef) -> list[tuple[str, z3.ArithRef, z3.ArithRef]] | None:
+    """[(kind, T_l, b_l)] first lane first when value = b_d with b_{l+1} = If(T_l op b_l, T_l, b_l), b_0 the
+    header and every T_l free of it (an unrolled `if (v > best) best = v;`)."""
+    chain = []
+    while not z3.eq(value, header):
+        if not z3.is_app_of(value, z3.Z3_OP_ITE) or len(chain) == MAX_LANES:
+            return None
+        cond, then, other = value.children()
+        for taken, kept, selects in ((then, other, cond), (other, then, z3.Not(cond))):
+            compared = _comparison(selects, kept)
+            if compared is not None and z3.eq(compared[1], taken) and not mentions(taken, header):
+                chain.append((compared[0], taken, kept))
+                value = kept
+                break
+        else:
+            return None
+    return chain[::-1]
+
+
+def _index_chain(index: z3.ExprRef, header: z3.BitVecRef) -> list[tuple[z3.BoolRef, z3.BitVecRef]] | None:
+    """[(c_l, I_l)] first lane first when index = If(c_d, I_d, … If(c_1, I_1, header)) (either branch order),
+    every I_l free of the header."""
+    chain = []
+    while not z3.eq(index, header):
+        if not z3.is_app_of(index, z3.Z3_OP_ITE) or len(chain) == MAX_LANES:
+            return None
+        cond, then, other = index.children()
+        if mentions(other, header) and not mentions(then, header):
+            chain.append((cond, then))
+            index = other
+        elif mentions(then, header) and not mentions(other, header):
+            chain.append((z3.Not(cond), other))
+            index = then
+        else:
+            return None
+    return chain[::-1]
+
+
 def classify(header: z3.BitVecRef, next_value: z3.ExprRef, values: dict[str, tuple[z3.ArithRef, z3.ExprRef]]
              ) -> tuple[ArgAccumulator, Accumulator] | None:
-    """The index register's summary and its value register's, when the back edge selects both on one
-    comparison of the value with the value register's header (`values`: each carried real register's
-    header symbol and back-edge value)."""
-    selected = _selected(next_value, header)
-    if selected is None or mentions(selected[1], header):
+    """The index register's summary and its value register's, when the back edge selects both, lane by
+    lane, on one comparison of the lane's value with the value register's value before it (`values`: each
+    carried real register's header symbol and back-edge value), of one kind in every lane."""
+    indices = _index_chain(next_value, header)
+    if not indices:
         return None
-    cond, index = selected
     for reg, (value_header, value_next) in sorted(values.items()):
-        compared = _comparison(cond, value_header)
-        taken = _selected(value_next, value_header)
-        if compared is None or taken is None:
+        chain = _value_chain(value_next, value_header)
+        if chain is None or len(chain) != len(indices) or len({kind for kind, _, _ in chain}) != 1:
             continue
-        kind, step = compared
-        if not _same_comparison(_comparison(taken[0], value_header), kind, step) or not z3.eq(taken[1], step) \
-                or mentions(step, header) or mentions(index, value_header):
-            continue
-        return (ArgAccumulator(kind, header, reg, step, index, next_value),
-                Accumulator(VALUE_KIND[kind], value_header, step, value_next))
+        if all(_same_comparison(_comparison(cond, before), kind, step) and not mentions(index, value_header)
+               and not mentions(step, header)
+               for (cond, index), (kind, step, before) in zip(indices, chain, strict=True)):
+            steps = tuple(step for _, step, _ in chain)
+            kind = chain[0][0]
+            return (ArgAccumulator(kind, header, reg, steps, tuple(i for _, i in indices), next_value),
+                    Accumulator(VALUE_KIND[kind], value_header, _extremum(steps, VALUE_KIND[kind]), value_next))
     return None
+
+
+def _extremum(steps: tuple[z3.ArithRef, ...], kind: str) -> z3.ArithRef:
+    """max (min) of the lanes as `accumulators.classify` builds a max tree's step: one iteration's b' is
+    max(b, T_0, …, T_{d-1}) whatever the comparisons (>, ≥) that chose along the way."""
+    combined = steps[0]
+    for leaf in steps[1:]:
+        combined = z3.If(combined >= leaf if kind == "max" else combined <= leaf, combined, leaf)
+    return combined
 
 
 def _same_comparison(found: tuple[str, z3.ArithRef] | None, kind: str, step: z3.ArithRef) -> bool:
@@ -113,18 +170,21 @@ def _same_comparison(found: tuple[str, z3.ArithRef] | None, kind: str, step: z3.
 
 
 def at_iteration(acc: ArgAccumulator, start: z3.BitVecRef, value_start: z3.ArithRef, count: z3.BitVecRef,
-                 step_at: z3.ArithRef, index_at: z3.BitVecRef, k: z3.BitVecRef, bound_var: z3.BitVecRef,
-                 where: str) -> z3.BitVecRef:
-    """The index register after `count` iterations: ArgFrom(value₀, index₀, base, count, λt. T(t)), with
-    `step_at`/`index_at` T and I at iteration k (header symbols replaced by their values there)."""
+                 steps_at: tuple[z3.ArithRef, ...], indices_at: tuple[z3.BitVecRef, ...], k: z3.BitVecRef,
+                 bound_var: z3.BitVecRef, where: str) -> z3.BitVecRef:
+    """The index register after `count` iterations: the d-lane fold ArgFrom(value₀, index₀, base, count,
+    λt. T_0(t), …, λt. T_{d-1}(t)), with `steps_at`/`indices_at` the T_l and I_l at iteration k (header
+    symbols replaced by their values there), each I_l proved to be base + d·k + l with one base free of k."""
     if neginf.mentions_neg_inf(value_start):
         raise Unsupported("an arg-extremum loop whose value starts at -inf (a padded lane)", where)
-    if start.size() != 64 or index_at.size() != 64:
+    if start.size() != 64 or any(i.size() != 64 for i in indices_at):
         raise Unsupported("an arg-extremum index register narrower than 64 bits", where)
-    base = simplify(index_at - k)
-    if mentions(base, k):
-        raise Unsupported("an arg-extremum loop whose recorded index is not the iteration plus a constant", where)
-    return arg_over(acc.kind, value_start, start, base, count, bound_var, z3.substitute(step_at, (k, bound_var)))
+    lanes = len(steps_at)
+    bases = [simplify(index - lanes * k - lane) for lane, index in enumerate(indices_at)]
+    if any(mentions(b, k) or not z3.eq(b, bases[0]) for b in bases):
+        raise Unsupported("an arg-extremum loop whose recorded index is not its position plus a constant", where)
+    return arg_over(acc.kind, value_start, start, bases[0], count, bound_var,
+                    *[z3.substitute(step, (k, bound_var)) for step in steps_at])
 
 
 def classify_all(registers: list[str], symbols: dict, nexts: list[dict], reals: list[str]
@@ -140,8 +200,8 @@ def classify_all(registers: list[str], symbols: dict, nexts: list[dict], reals: 
 
 
 def _alike(a: tuple[ArgAccumulator, Accumulator], b: tuple[ArgAccumulator, Accumulator]) -> bool:
-    return a[0].kind == b[0].kind and a[0].value_reg == b[0].value_reg and z3.eq(a[0].step, b[0].step) \
-        and z3.eq(a[0].index, b[0].index)
+    return a[0].kind == b[0].kind and a[0].value_reg == b[0].value_reg and len(a[0].terms()) == len(b[0].terms()) \
+        and all(z3.eq(x, y) for x, y in zip(a[0].terms(), b[0].terms(), strict=True))
 
 
 def one_more(acc: ArgAccumulator, start: z3.BitVecRef, value_header: z3.ArithRef, value_start: z3.ArithRef,
@@ -153,25 +213,27 @@ def one_more(acc: ArgAccumulator, start: z3.BitVecRef, value_header: z3.ArithRef
 
 @dataclass(frozen=True)
 class Summary:
-    """An index register in one loop: its accumulator, T and I at iteration k, the fold's bound variable."""
+    """An index register in one loop: its accumulator, the T_l and I_l at iteration k, the fold's bound
+    variable."""
 
     acc: ArgAccumulator
-    step_k: z3.ArithRef
-    index_k: z3.BitVecRef
+    steps_k: tuple[z3.ArithRef, ...]
+    indices_k: tuple[z3.BitVecRef, ...]
     bound_var: z3.BitVecRef
 
 
 def summary(acc: ArgAccumulator, header: str, at_k: list) -> Summary:
     """`acc` at iteration k (`at_k`: the induction header symbols' values there)."""
-    step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
-    index_k = z3.substitute(acc.index, *at_k) if at_k else acc.index
-    return Summary(acc, step_k, index_k, z3.BitVec(f"t.{header}.{acc.header}", 64))
+    def at(term: z3.ExprRef) -> z3.ExprRef:
+        return z3.substitute(term, *at_k) if at_k else term
+    return Summary(acc, tuple(map(at, acc.steps)), tuple(map(at, acc.indices)),
+                   z3.BitVec(f"t.{header}.{acc.header}", 64))
 
 
 def fold_at(s: Summary, entry: ThreadState, reg: str, count: z3.BitVecRef, k: z3.BitVecRef, where: str
             ) -> z3.BitVecRef:
     """The index register `reg` after `count` iterations from the loop's entry state."""
-    return at_iteration(s.acc, entry.regs[reg], entry.regs[s.acc.value_reg], count, s.step_k, s.index_k, k,
+    return at_iteration(s.acc, entry.regs[reg], entry.regs[s.acc.value_reg], count, s.steps_k, s.indices_k, k,
                         s.bound_var, where)
 
 

@@ -484,7 +484,7 @@ class Executor:
         accumulators = {}
         for r, (arg, value) in pairs.items():   # an index register and its value register (an argmax)
             others = [h for h in header_syms if str(h) not in induction_syms]
-            if any(mentions(t, h) for t in (arg.step, arg.index) for h in others):
+            if any(mentions(t, h) for t in arg.terms() for h in others):
                 raise unroll.NotInduction([r], where)
             accumulators[r], accumulators[arg.value_reg] = arg, value
         for r in carried:

@@ -7,7 +7,6 @@ extern "C" __global__ void argmin_dim1(const float* __restrict__ x, long long* _
         const float* col = x + (long long)b * M * C + c;
         float best = col[0];
         long long arg = 0;
-#pragma unroll 1   // one compare per iteration: the pair (best, arg) is summarised as one fold
         for (int m = 1; m < M; ++m) {
             float v = col[(long long)m * C];
             if (v < best) {       // strict: the first index wins a tie, as in torch

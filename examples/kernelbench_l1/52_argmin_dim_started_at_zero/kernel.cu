@@ -8,7 +8,7 @@ extern "C" __global__ void argmin_dim1(const float* __restrict__ x, long long* _
         const float* col = x + (long long)b * M * C + c;
         float best = 0.0f;
         long long arg = 0;
-#pragma unroll 1
+#pragma unroll 1   // unrolled, nvcc writes each lane's index as a widened 32-bit sum, which is not summarised
         for (int m = 0; m < M; ++m) {
             float v = col[(long long)m * C];
             if (v < best) {
