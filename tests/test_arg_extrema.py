@@ -197,3 +197,16 @@ def test_a_four_lane_fold_replays_in_position_order():
     first = Evaluator(model.model(), dict(inputs)).value(_lanes(1023))
     last = Evaluator(model.model(), dict(inputs)).value(_lanes(1023, kind="argmax_last"))
     assert (first, last) == (102, 103)
+
+
+def test_a_narrow_index_widened_is_the_reference_only_where_the_range_fits():
+    """The matched fold is named by its range term: an `int arg` widened at the store equals torch's index
+    over 4095 elements, a `signed char arg` over 200 does not (its index 186 reads back as -70)."""
+    for bits, n, fits in ((32, 4095, True), (8, 200, False)):
+        wide = _kernel(n=n)
+        narrow = z3.SignExt(64 - bits, z3.Extract(bits - 1, 0, wide))
+        kernel, reference = matcher([]).rewrite(narrow, _reference(n=n))
+        assert kind_of(reference) is None
+        solver = z3.Solver()
+        solver.add(kernel != reference)
+        assert solver.check() == (z3.unsat if fits else z3.sat)

@@ -16,9 +16,12 @@ hypothesis (unsat proves it; a pointwise premise with t a fresh constant, so no 
   n₁, h): the fold over [0, N) is the fold over [n₁, N) started from the state after n₁ steps, which is
   (MaxFrom(v0, 0, n₁, h), F(v0, i0, base, n₁, h)) — the value component of a fold is the running max.
 
-A proved pair is replaced on both sides by one fresh 64-bit symbol. Folds of different kinds (a
-last-index-on-ties kernel against torch's first index) are never paired: their comparison stays
-uninterpreted and is decided only by a counterexample that replays.
+A proved pair is replaced on both sides by R's range term If(in(s), s, i0) of a fresh 64-bit symbol s, with
+in(s) = (s = i0 ∨ s - base <ᵤ N): a fold ends on its start index or on a recorded base + p with p < N (by
+induction on the steps), so R = If(in(R), R, i0), and a claim proved for every s holds at s = R. The range
+is what makes a narrower index register's widening (`int arg` stored as a 64-bit index) exact. Folds of
+different kinds (a last-index-on-ties kernel against torch's first index) are never paired: their
+comparison stays uninterpreted and is decided only by a counterexample that replays.
 """
 
 from __future__ import annotations
@@ -43,13 +46,19 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
     for ours in _outermost(kernel):
         for theirs in _outermost(reference):
             if _equal(matcher, ours, theirs, f"{kind_of(theirs).name} fold {matcher.count}"):
-                symbol = z3.BitVec(f"reduction!{matcher.key}.{matcher.count}", 64)
+                symbol = _ranged(z3.BitVec(f"reduction!{matcher.key}.{matcher.count}", 64), theirs)
                 matcher.count += 1
                 matcher.steps.append(compose.Step(kernel, reference, None))
                 kernel, reference = z3.substitute(kernel, (ours, symbol)), z3.substitute(reference, (theirs, symbol))
                 return rewrite(matcher, kernel, reference)
             matcher.count += 1
     return kernel, reference
+
+
+def _ranged(symbol: z3.BitVecRef, fold: z3.ExprRef) -> z3.BitVecRef:
+    """If(in(s), s, i0): the values the one-lane fold `fold` can end on."""
+    _, i0, base, n, _ = fold.children()
+    return z3.If(z3.Or(symbol == i0, z3.ULT(symbol - base, n)), symbol, i0)
 
 
 def _outermost(term: z3.ExprRef) -> list[z3.ExprRef]:

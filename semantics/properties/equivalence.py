@@ -385,6 +385,8 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
         ev = Evaluator(model, dict(overrides), definitions)
         try:
             a, b = ev.value(concrete_value), ev.value(concrete_expected)
+            if z3.is_bv(concrete_value):   # an integer output (argmax's int64 indices), read signed as torch's
+                a, b = _signed(a, concrete_value.size()), _signed(b, concrete_value.size())
         except NotConcrete:
             a = b = None
         if a is not None and differ(a, b) and _shown(a, b):
@@ -392,6 +394,10 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
         if draw is not None:
             overrides = {key: _drawn(rng, draw, key[1] is None) for key in ev.reads}
     return None
+
+
+def _signed(v: int, width: int) -> int:
+    return v - (1 << width) if v >> (width - 1) & 1 else v
 
 
 def _drawn(rng: random.Random, draw: str, default: bool) -> Fraction:

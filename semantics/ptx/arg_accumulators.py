@@ -23,8 +23,9 @@ comparisons: a_{l+1} = If(T_l > b_l, I_l, a_l). With every I_l(k) = base + d·k 
 this is the d-lane fold ArgMaxFrom_d(b₀, a₀, base, k, T_0, …, T_{d-1}), whose positions d·t + l run the
 lanes in turn (the same induction, one lane at a time within an iteration), and b is MaxFrom(b₀, 0, k,
 max(T_0, …, T_{d-1})). Any other shape of a carried integer is not summarised here (the caller refuses it),
-nor a pair whose value starts at the -inf padding marker (`neginf`), nor an index register narrower than
-64 bits or an index that is not its position plus a constant (nvcc's sign-extended 32-bit `m + l`).
+nor a pair whose value starts at the -inf padding marker (`neginf`), nor an index that is not its position
+plus a constant (nvcc's sign-extended 32-bit `m + l`). An index register of w < 64 bits (`int arg`) holds
+the low w bits of the 64-bit fold of its widened start and base: addition modulo 2^w only reads low bits.
 """
 
 from __future__ import annotations
@@ -177,14 +178,29 @@ def at_iteration(acc: ArgAccumulator, start: z3.BitVecRef, value_start: z3.Arith
     symbols replaced by their values there), each I_l proved to be base + d·k + l with one base free of k."""
     if neginf.mentions_neg_inf(value_start):
         raise Unsupported("an arg-extremum loop whose value starts at -inf (a padded lane)", where)
-    if start.size() != 64 or any(i.size() != 64 for i in indices_at):
-        raise Unsupported("an arg-extremum index register narrower than 64 bits", where)
-    lanes = len(steps_at)
-    bases = [simplify(index - lanes * k - lane) for lane, index in enumerate(indices_at)]
+    width = start.size()
+    if width > 64 or any(i.size() != width for i in indices_at):
+        raise Unsupported(f"an arg-extremum index register of {width} bits", where)
+    lanes, kw = len(steps_at), k if width == 64 else z3.Extract(width - 1, 0, k)
+    bases = [simplify(index - lanes * kw - lane) for lane, index in enumerate(indices_at)]
     if any(mentions(b, k) or not z3.eq(b, bases[0]) for b in bases):
         raise Unsupported("an arg-extremum loop whose recorded index is not its position plus a constant", where)
-    return arg_over(acc.kind, value_start, start, bases[0], count, bound_var,
+    fold = arg_over(acc.kind, value_start, _widened(start), _widened(bases[0]), count, bound_var,
                     *[z3.substitute(step, (k, bound_var)) for step in steps_at])
+    return fold if width == 64 else z3.Extract(width - 1, 0, fold)
+
+
+def _widened(term: z3.BitVecRef) -> z3.BitVecRef:
+    """A narrower index register's value as a 64-bit fold argument. Its low bits are all a narrow register
+    reads back (the fold is taken modulo 2^w, `at_iteration`): the low w bits of base + p depend only on
+    the low w bits of base, so Extract(w-1, 0, fold) is the w-bit register's value exactly, whatever 64-bit
+    term with those low bits stands for it: the low bits of an earlier fold (a remainder loop's start)
+    stand as that fold, which the matcher can then split off."""
+    if term.size() == 64:
+        return term
+    if z3.is_app_of(term, z3.Z3_OP_EXTRACT) and term.params() == [term.size() - 1, 0] and term.arg(0).size() == 64:
+        return term.arg(0)
+    return z3.ZeroExt(64 - term.size(), term)
 
 
 def classify_all(registers: list[str], symbols: dict, nexts: list[dict], reals: list[str]
