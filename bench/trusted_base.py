@@ -51,6 +51,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/preconditions.py", TRUSTED, "value-range preconditions on integer inputs (by_smt's instances)"),
     ("semantics/constants.py", TRUSTED, "reference float32 constants a kernel literal may stand for (float.constant)"),
     ("semantics/comprehension.py", TRUSTED, "the Sum/Prod/Max/Min term constructors"),
+    ("semantics/arg_extrema.py", TRUSTED, "the ArgMax/ArgMin fold constructors and their concrete meaning"),
     ("semantics/terms.py", TRUSTED, "term traversal"),
     ("semantics/purify.py", TRUSTED, "divisions by constants named before solving (equisatisfiable)"),
     ("semantics/", TRUSTED, "support (errors, versions)"),

@@ -14,11 +14,11 @@ from fractions import Fraction
 import mpmath
 import z3
 
-from semantics import sparse
+from semantics import arg_extrema, sparse
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.comprehension import MAX_FROM, PROD, SUM, body_at, is_comprehension
 from semantics.ptx.neginf import NEG_INF
-from semantics.terms import subterms
+from semantics.terms import applications, subterms
 
 mpmath.mp.dps = 50
 MAX_EXPANDED_TERMS = 1 << 16
@@ -88,6 +88,8 @@ class Evaluator:
         return result
 
     def _value(self, term: z3.ExprRef) -> object:
+        if z3.is_bv(term) and (folds := applications(term, arg_extrema.DECLS)):   # an argmax: folded here
+            term = z3.substitute(term, *[(f, z3.BitVecVal(self._arg_fold(f), 64)) for f in folds])
         if z3.is_bv(term) and _has_reals(term):
             term = self._decide_real_tests(term)
         if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
@@ -166,6 +168,45 @@ class Evaluator:
             return mpmath.fprod([*values, *(v ** n for v, n in copies)])
         pick = max if term.decl() == MAX_FROM else min
         return pick([init, *values, *(v for v, _ in copies)])
+
+    def _arg_fold(self, term: z3.ExprRef) -> int:
+        """An ArgMaxFrom-like fold (`semantics.arg_extrema`) with concrete bounds, position by position (lane l of
+        step t is position d·t + l); a long one only at each lane's special steps and at the first and last of
+        its others (which all have one value): every value's first and last position are among them."""
+        v0, i0, base, count, *lams = term.children()
+        n, j = self.value(count), z3.FreshConst(z3.BitVecSort(64), "replay!t")
+        values = []
+        for lane, lam in enumerate(lams):
+            body = body_at(lam, j)
+            values += [(len(lams) * t + lane, self.value(z3.simplify(z3.substitute(body, (j, z3.BitVecVal(t, 64))))))
+                       for t in self._fold_steps(body, j, n)]
+        return arg_extrema.fold(arg_extrema.kind_of(term).name, self.value(v0), self.value(i0), self.value(base),
+                                sorted(values, key=lambda pv: pv[0]))
+
+    def _fold_steps(self, body: z3.ExprRef, j: z3.BitVecRef, n: int) -> list[int]:
+        """The steps of a fold over [0, n) to evaluate: all of them, or (a long fold whose body allows it,
+        `sparse`) the special ones and the first and last of the others, the others' inputs at their default."""
+        special = None
+        if n > SPARSE_FROM:
+            special = sparse.special_indices(body, j, 0, n, lambda t: self._concrete(t, j), self._explicit)
+        if special is None:
+            if n > MAX_EXPANDED_TERMS:
+                raise NotConcrete(f"a fold over {n} steps")
+            return list(range(n))
+        taken = set(special)
+        others = [next((t for t in range(lo, hi, step) if t not in taken), None)
+                  for lo, hi, step in ((0, n, 1), (n - 1, -1, -1))]
+        if others[0] is not None:
+            for read in sparse.reads_of(body, j):   # every other step reads the default: a witness names it
+                default = (read.decl().name(), None)
+                self.overrides.setdefault(default, self._table(read.decl())[1])
+                self.reads[default] = self.overrides[default]
+        return sorted(taken | {t for t in others if t is not None})
+
+    def _concrete(self, t: z3.ExprRef, j: z3.BitVecRef) -> z3.ExprRef:
+        """`t` with the witness's values put in for its free symbols other than j."""
+        pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(t, j)]
+        return z3.simplify(z3.substitute(t, *pairs) if pairs else t)
 
     def _pieces(self, lam: z3.QuantifierRef, lo: int, hi: int) -> tuple[list | None, list[tuple[object, int]]]:
         """(the values of terms taken one by one, [(a value, how many terms have it)]) of a long comprehension,

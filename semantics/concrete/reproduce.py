@@ -41,7 +41,7 @@ from semantics.replay import Evaluator, NotConcrete
 
 from .memory import END_BLOCK, Access, SparseBuffer, Violation
 from .run import RunResult, run_blocks
-from .values import MPF, real
+from .values import MPF, real, signed
 
 if TYPE_CHECKING:
     from semantics.verdict import Problem
@@ -139,6 +139,8 @@ def _wrong_value(problem: Problem, w: dict) -> str:
     if raced:
         raise NotReproduced(f"{buffer}[{index}]'s final value depends on the schedule: {raced[0].detail}")
     got = result.final(buffer, index)
+    if type(got) is int and z3.is_bv(problem.references[buffer](z3.BitVecVal(index, 64))):
+        got = real(signed(got, 8 * b.elem_bytes))   # an integer output (argmax's int64 indices): its number
     if type(got) is not MPF or not mpmath.isfinite(got):
         raise NotReproduced(f"{buffer}[{index}] ends as {got!r}, not a finite real")
     want = _reference(problem, buffer, index, inputs)
@@ -168,7 +170,7 @@ def _reference(problem: Problem, buffer: str, index: int, inputs: Inputs) -> MPF
         value = Evaluator(solver.model(), inputs.overrides()).value(term)
     except NotConcrete as exc:
         raise NotReproduced(f"the reference's {buffer}[{index}] has no real value ({exc})") from None
-    return real(value)
+    return real(signed(value, term.size()) if z3.is_bv(term) and type(value) is int else value)
 
 
 def _equivalence(problem: Problem, w: dict) -> str:

@@ -17,6 +17,7 @@ from fractions import Fraction
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, model_value
+from semantics import arg_extrema
 from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
 from semantics.proof import Refused
@@ -49,6 +50,7 @@ SMALL = (-2, -1, Fraction(1, 2), 1, 2, 3)        # an element with a value of it
 SIGNED = {"negative": -1, "positive": 1}
 SIGNED_RESAMPLES = 4
 UNMATCHED_TIMEOUT_S = 10.0
+UNIT_FIRST = (PROD, *arg_extrema.DECLS)   # comparisons whose differences unit draws show first
 E_INDEX = z3.BitVec("e", 64)   # the element variable of coverage and supersession conditions
 
 
@@ -384,10 +386,11 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
     witness reports both values as numbers). Two kinds of draws: random ratios, and 'unit' draws that give
     every default element ±1 and the few others small values; last, draws of one sign for every element. A
     running product over a long row overflows
-    or vanishes at almost any ratios, so when a Prod is compared the unit draws come first."""
+    or vanishes at almost any ratios, and an argmax's first and last index differ only on a tie, so when a Prod
+    or an arg-extremum fold is compared the unit draws come first."""
     concrete_value = z3.substitute(value, *fixes) if fixes else value
     concrete_expected = z3.substitute(expected, *fixes) if fixes else expected
-    products = applications(concrete_value, (PROD,)) or applications(concrete_expected, (PROD,))
+    products = applications(concrete_value, UNIT_FIRST) or applications(concrete_expected, UNIT_FIRST)
     draws = ["unit"] * UNIT_RESAMPLES + ["ratio"] * RESAMPLES if products else \
         ["ratio"] * RESAMPLES + ["unit"] * UNIT_RESAMPLES
     draws += [sign for sign in SIGNED for _ in range(SIGNED_RESAMPLES)]
@@ -397,6 +400,8 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
         ev = Evaluator(model, dict(overrides), definitions)
         try:
             a, b = ev.value(concrete_value), ev.value(concrete_expected)
+            if z3.is_bv(concrete_value):   # an integer output (argmax's int64 indices), read signed as torch's
+                a, b = _signed(a, concrete_value.size()), _signed(b, concrete_value.size())
         except NotConcrete:
             a = b = None
         if a is not None and differ(a, b) and _shown(a, b):
@@ -404,6 +409,10 @@ def _replay(value, expected, definitions: dict[str, z3.ExprRef], model: z3.Model
         if draw is not None:
             overrides = {key: _drawn(rng, draw, key[1] is None) for key in ev.reads}
     return None
+
+
+def _signed(v: int, width: int) -> int:
+    return v - (1 << width) if v >> (width - 1) & 1 else v
 
 
 def _drawn(rng: random.Random, draw: str, default: bool) -> Fraction:

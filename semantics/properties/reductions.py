@@ -43,7 +43,7 @@ from lean_pool.checker import PROVED, Checker, Obligation
 from semantics import purify
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
-from semantics.properties import compose, matched_sums, nested_sums
+from semantics.properties import arg_reductions, compose, matched_sums, nested_sums
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
@@ -192,6 +192,7 @@ class Matcher:
         Sum comprehensions or a max over several: a reduction split over lanes, loops or threads) wherever they
         occur, innermost first, then pairs, innermost first. A union inside another reduction's body (the
         row max inside softmax's Σ exp(x - max)) becomes a symbol first, which makes the outer one innermost."""
+        kernel, reference = arg_reductions.rewrite(self, kernel, reference)   # argmax/argmin folds
         # (an unrolled sum is one flat sum once simplified: nvcc's chain a + (b + (c + …)) is not, before)
         if not innermost(reference) or not (innermost(kernel) or unrolled(z3.simplify(kernel, elim_sign_ext=False))):
             return kernel, reference

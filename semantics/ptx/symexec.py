@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
-from semantics.ptx import loop_phases, unroll
+from semantics.ptx import arg_accumulators, loop_phases, unroll
 from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
@@ -284,7 +284,7 @@ class Executor:
         for read in self.ctx.loop_reads.values():
             if z3.eq(read.iteration, iteration):
                 read.loop, read.base = info, len(st.barriers)
-        summaries = {}
+        summaries, arg_summaries = {}, {}
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
@@ -294,6 +294,9 @@ class Executor:
                 j = z3.BitVec(f"j.{info.header}.{r}", 64)
                 summaries[r] = (acc, step_k, j)
                 body_state.regs[r] = at_iteration(acc, st.regs[r], k, step_k, k, j)
+            elif isinstance(accumulators.get(r), arg_accumulators.ArgAccumulator):
+                arg_summaries[r] = arg_accumulators.summary(accumulators[r], info.header, at_k)
+                body_state.regs[r] = arg_accumulators.fold_at(arg_summaries[r], st, r, k, k, where)
             elif r in accumulators:
                 body_state.regs[r] = body_state.opaque(st.regs[r], accumulators[r])
             elif r in st.regs:
@@ -317,6 +320,7 @@ class Executor:
             s.generic = st.generic
             for r in written & s.undefined.keys():   # defined in some iteration, not only in the last one
                 s.undefined[r] = None
+            arg_accumulators.finish(s, st, summaries, arg_summaries, at_k, k, where, self._same)
             self._finish_accumulators(s, st, summaries, at_k, k, where)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
@@ -472,11 +476,20 @@ class Executor:
                     steps[r] = deltas[0]
         carried = sorted(r for r in written if r not in steps and self._live_at_header(r, header, latch))
         not_induction = [r for r in carried if not z3.is_real(symbols.get(r, z3.BoolVal(True)))]
-        if not_induction:
-            raise unroll.NotInduction(not_induction, where)
+        pairs = arg_accumulators.classify_all(not_induction, symbols, nexts,
+                                              [r for r in carried if z3.is_real(symbols.get(r, z3.BoolVal(True)))])
+        if any(r not in pairs for r in not_induction):
+            raise unroll.NotInduction([r for r in not_induction if r not in pairs], where)
         induction_syms = {str(_symbol_of(symbols[r])) for r in steps}
         accumulators = {}
+        for r, (arg, value) in pairs.items():   # an index register and its value register (an argmax)
+            others = [h for h in header_syms if str(h) not in induction_syms]
+            if any(mentions(t, h) for t in arg.terms() for h in others):
+                raise unroll.NotInduction([r], where)
+            accumulators[r], accumulators[arg.value_reg] = arg, value
         for r in carried:
+            if r in accumulators:
+                continue
             found = [classify(symbols[r], n[r]) for n in nexts if r in n]
             acc = found[0] if found and all(f is not None and f.kind == found[0].kind and z3.eq(f.step, found[0].step)
                                             for f in found) else None

@@ -28,6 +28,7 @@ import z3
 
 from semantics.axioms import ideal, meaning
 from semantics.torch import lazy
+from semantics.torch.arg_reductions import ARG_OPS
 from semantics.torch.gathers import GATHER_OPS
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
 from semantics.torch.lazy import Lazy, Missing, Unsupported
@@ -444,6 +445,8 @@ OPS: dict[str, Op] = {
     "aten.bitwise_xor.Tensor": _binary(lambda a, b: z3.Xor(a, b) if z3.is_bool(a) else a ^ b, _BITS),
     # reductions, contractions, scans, softmax and normalizations (semantics/torch/reductions.py)
     **REDUCTION_OPS,
+    # argmax / argmin (semantics/torch/arg_reductions.py)
+    **ARG_OPS,
     # elements picked by indices read from a tensor (semantics/torch/gathers.py)
     **GATHER_OPS,
     # convolution and pooling (semantics/torch/windows.py)
