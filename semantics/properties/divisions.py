@@ -33,11 +33,17 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
     """`term` with every division by a constant that a proved split explains replaced by its parts (the
     prover's split first, then one through each of `kernel`'s own quotients by that divisor), and the
     rewrites one by one: (the term before it, ⊢ hypothesis → part = division), made by the kernel's
-    `divide_by_constant` from the split's theorem."""
+    `divide_by_constant` from the split's theorem. A division the kernel itself computes of an equal dividend
+    (the same row index written at another width) is first replaced by the kernel's (`_same_division`)."""
     done: dict[tuple[int, int], tuple[z3.BitVecRef, z3.BitVecRef, Theorem] | None] = {}
     steps = []
     for division in by_constant(term):
         dividend, divisor = division.arg(0), division.arg(1).as_long()
+        same = _same_division(division, kernel, hypothesis, checker, timeout_s, record)
+        if same is not None:
+            steps.append((term, same[1]))
+            term = z3.substitute(term, (division, same[0]))
+            continue
         cache_key = (dividend.get_id(), divisor)
         if cache_key not in done:
             name = f"{key}:div{len(done)}"
@@ -59,6 +65,38 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
         steps.append((term, equation))
         term = z3.substitute(term, (division, quotient if is_quotient(division) else remainder))
     return term, steps
+
+
+SAME_S = 10.0   # at most this long for ⊢ h → (a / d = b / d): z3 sees a = b and never builds the divider
+KINDS = {z3.Z3_OP_BUDIV: "q", z3.Z3_OP_BUDIV_I: "q", z3.Z3_OP_BUREM: "r", z3.Z3_OP_BUREM_I: "r"}
+
+
+def _same_division(division: z3.ExprRef, kernel: z3.ExprRef | None, hypothesis: z3.BoolRef, checker: Checker,
+                   timeout_s: float, record) -> tuple[z3.BitVecRef, Theorem] | None:
+    """(k, ⊢ h → k = division) for the first unsigned division k of `kernel` (zero-extended to the width) by the
+    same divisor, of the same kind (quotient or remainder), that the hypothesis makes equal to `division`: the
+    reference's e / W of an output row the kernel took apart as idx / W, with e and idx the same index written
+    at different widths. Proved by `by_smt`, which never builds the divider (z3 identifies the dividends first);
+    the equation is the step itself, so no Euclidean split is asked (at 64 bits z3 often cannot prove one)."""
+    if kernel is None:
+        return None
+    d, kind = division.arg(1).as_long(), KINDS.get(division.decl().kind())
+    width = division.size()
+    for t in subterms(kernel):
+        if not (z3.is_app(t) and KINDS.get(t.decl().kind()) == kind and z3.is_bv_value(t.arg(1)) and
+                t.arg(1).as_long() == d and t.size() <= width and not t.eq(division) and
+                not any(z3.is_var(u) for u in subterms(t))):
+            continue
+        candidate = z3.ZeroExt(width - t.size(), t) if t.size() < width else t
+        try:
+            theorem = by_smt(z3.Implies(hypothesis, candidate == division), checker, min(timeout_s, SAME_S),
+                             f"equivalence: an index divided by {d} is the kernel's own", "equivalence")
+        except Refused as refused:
+            record(refused.obligation, refused.outcome)
+            continue
+        record(*theorem.evidence[0])
+        return candidate, theorem
+    return None
 
 
 QUOTIENTS = {z3.Z3_OP_BUDIV: z3.ZeroExt, z3.Z3_OP_BUDIV_I: z3.ZeroExt, z3.Z3_OP_BSDIV: z3.SignExt,
