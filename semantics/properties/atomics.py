@@ -90,7 +90,7 @@ class Accumulation:
         self.thread, self.shared, self.provers = thread, shared, provers
         self.checker, self.timeout_s, self.record = checker, timeout_s, record
         self.hot = _hot(self.ref)          # the input a one-hot witness sets
-        self.instances = [oriented(i, _read_index(i.value, self.hot)) for i in instances]
+        self.instances = [oriented(i, _hot_index(i.value, self.hot)) for i in instances]
         self.hints: dict[str, object] = {}
         self.failure: dict | None = None  # the model of a failed obligation: element L and input index p
 
@@ -285,7 +285,7 @@ def _one_read(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> tuple[Fraction, z
     term = z3.simplify(term)
     reads = _reads(term)
     hot_reads = [r for r in reads if r.decl() == hot]
-    if not hot_reads or any(not r.eq(hot_reads[0]) for r in hot_reads):
+    if _hot_index(term, hot) is None:
         return None
     zero = {r.get_id(): _constant(r, 0) for r in reads}
     at_zero = z3.simplify(z3.substitute(term, *[(r, zero[r.get_id()]) for r in reads]))
@@ -294,6 +294,12 @@ def _one_read(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> tuple[Fraction, z
     if not (z3.is_rational_value(at_zero) and at_zero.as_fraction() == 0 and z3.is_rational_value(at_one)):
         return None
     return Fraction(at_one.as_fraction()), hot_reads[0]
+
+
+def _hot_index(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> z3.BitVecRef | None:
+    """The one index at which `term` reads the input `hot`, if it reads it at exactly one."""
+    indices = {r.arg(0).get_id(): r.arg(0) for r in _reads(z3.simplify(term)) if r.decl() == hot}
+    return next(iter(indices.values())) if len(indices) == 1 else None
 
 
 def _constant(read: z3.ExprRef, value: int) -> z3.ExprRef:
