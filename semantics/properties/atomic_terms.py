@@ -28,7 +28,7 @@ from semantics.properties.fold import fold
 from semantics.properties.reductions import open_family
 from semantics.properties.unions import summands
 from semantics.ptx.state import Access
-from semantics.terms import constants, reaching
+from semantics.terms import constants, reaching, subterms
 
 MAX_TERMS = 16   # terms per atomic site (folded templates × unrolled lanes): each one pair of obligations per other
 
@@ -137,10 +137,28 @@ def split(inst: Instance, proved: Callable[[z3.BoolRef, str], bool], key: str) -
             family = open_family(template, f"k!{key}.{g}.{n}", split=True)
             k = family.var
             inside = z3.And(in_box, z3.ULE(family.lo, k), z3.ULT(k, family.hi))
-            out += [_term(inst, axes, k, inside, c * lane) for lane in family.lanes]
+            out += [_term(inst, axes, k, inside, c * lane) for lane in _by_reads(family.lanes)]
     if len(out) > MAX_TERMS:
         return f"it adds {len(out)} kinds of terms (more than {MAX_TERMS} after folding)"
     return out
+
+
+def _by_reads(summands: tuple[z3.ArithRef, ...]) -> list[z3.ArithRef]:
+    """A loop body's summands added up in groups that share an input read: one iteration of a loop unrolled
+    by nvcc is one lane, but z3 may have split an iteration's value into summands (t·log t − t·log p), and a
+    term of the reference is the iteration's whole value. Each summand is in exactly one group."""
+    groups: list[tuple[set[int], list[z3.ArithRef]]] = []
+    for u in summands:
+        reads = {t.get_id() for t in subterms(u) if is_read(t)}
+        joined = [g for g in groups if g[0] & reads]
+        merged = (reads.union(*(g[0] for g in joined)), [m for g in joined for m in g[1]] + [u])
+        groups = [g for g in groups if not any(g is j for j in joined)] + [merged]
+    return [z3.Sum(*members) if len(members) > 1 else members[0] for _, members in groups]
+
+
+def is_read(t: z3.ExprRef) -> bool:
+    """An element of an input: an uninterpreted function of one bit-vector index."""
+    return z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() == 1 and z3.is_bv(t.arg(0))
 
 
 def _term(inst: Instance, axes: tuple, k: z3.BitVecRef | None, inside: z3.BoolRef, value: z3.ArithRef) -> Instance:

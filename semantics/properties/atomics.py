@@ -28,6 +28,7 @@ from semantics.properties.atomic_terms import (
     Reference,
     digits,
     flat_strides,
+    is_read,
     oriented,
     reference_terms,
     split,
@@ -269,7 +270,7 @@ def _named(variables: list[z3.BitVecRef], values: list[z3.ExprRef]) -> dict:
 def _with_one_hot_inputs(formula: z3.BoolRef, hot: z3.FuncDeclRef, p: int) -> z3.BoolRef:
     """`formula` with every input's contents fixed: `hot`[p] = 1, everything else 0."""
     j = z3.Var(0, z3.BitVecSort(64))  # substitute_funs takes bodies over de Bruijn variables
-    contents = {t.decl().name(): t.decl() for t in subterms(formula) if _is_read(t)}
+    contents = {t.decl().name(): t.decl() for t in subterms(formula) if is_read(t)}
     pairs = []
     for decl in contents.values():
         zero = z3.RealVal(0) if decl.range() == z3.RealSort() else z3.BitVecVal(0, decl.range().size())
@@ -310,7 +311,7 @@ def _reads(term: z3.ExprRef) -> list[z3.ExprRef]:
     """The input elements `term` reads, each once, outside comprehension bodies."""
     seen, out = set(), []
     for t in subterms(term):
-        if _is_read(t) and t.get_id() not in seen:
+        if is_read(t) and t.get_id() not in seen:
             seen.add(t.get_id())
             out.append(t)
     return out
@@ -321,11 +322,6 @@ def _hot(ref: Reference) -> z3.FuncDeclRef | None:
     every one of its indices (the tensor the mean runs over, not a broadcast one)."""
     reads = [r for r in _reads(z3.simplify(ref.h)) if all(mentions(r.arg(0), m) for m in ref.ms)]
     return reads[0].decl() if reads else None
-
-
-def _is_read(term: z3.ExprRef) -> bool:
-    return z3.is_app(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED and term.num_args() == 1 \
-        and z3.is_bv(term.arg(0))
 
 
 def _read_index(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> z3.BitVecRef | None:
