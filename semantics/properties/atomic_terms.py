@@ -28,7 +28,7 @@ from semantics.properties.fold import fold
 from semantics.properties.reductions import open_family
 from semantics.properties.unions import summands
 from semantics.ptx.state import Access
-from semantics.terms import constants, reaching, subterms
+from semantics.terms import constants, mentions, reaching, subterms
 
 MAX_TERMS = 16   # terms per atomic site (folded templates × unrolled lanes): each one pair of obligations per other
 
@@ -103,10 +103,21 @@ def digits(flat: z3.BitVecRef, ref: Reference, strides: list[int]) -> tuple[z3.B
     return tuple(out)
 
 
-def split(inst: Instance, proved: Callable[[z3.BoolRef, str], bool], key: str) -> list[Instance] | str:
+def full_inputs(ref: Reference) -> frozenset[str]:
+    """The inputs the reference's term reads only at indices that move with every one of its indices: an
+    element of one of them belongs to one term (a broadcast input, read at fewer indices, is shared)."""
+    reads = [t for t in subterms(ref.h) if is_read(t)]
+    names = {r.decl().name() for r in reads}
+    return frozenset(n for n in names if all(all(mentions(r.arg(0), m) for m in ref.ms)
+                                             for r in reads if r.decl().name() == n))
+
+
+def split(inst: Instance, proved: Callable[[z3.BoolRef, str], bool], key: str,
+          own: frozenset[str]) -> list[Instance] | str:
     """The terms of an instance whose value is a sum of Sums (a block's tree of partial sums), or the
-    instance itself when its value holds no comprehension; a string says why it cannot be split.
-    `proved(formula, name)` decides a fold's obligation (unsat proves it)."""
+    instance itself when its value is no such sum; a string says why it cannot be split.
+    `proved(formula, name)` decides a fold's obligation (unsat proves it); `own` names the inputs whose
+    elements belong to one term each (`full_inputs`)."""
     value = z3.simplify(inst.value, elim_sign_ext=False)
     if not reaching(value, COMPREHENSIONS):
         return [inst]
@@ -118,7 +129,7 @@ def split(inst: Instance, proved: Callable[[z3.BoolRef, str], bool], key: str) -
                 not reaching(scaled[1].arg(2), COMPREHENSIONS):
             groups.setdefault(str(scaled[0]), (scaled[0], []))[1].append(scaled[1])
         elif reaching(u, COMPREHENSIONS):
-            return "it adds a value that is not a sum of innermost Sums (scaled by constants)"
+            return [inst]   # (a function of whole reductions, one per block: matched as one term)
         else:
             plain.append(_term(inst, (), None, z3.BoolVal(True), u))
     out = plain
@@ -137,19 +148,20 @@ def split(inst: Instance, proved: Callable[[z3.BoolRef, str], bool], key: str) -
             family = open_family(template, f"k!{key}.{g}.{n}", split=True)
             k = family.var
             inside = z3.And(in_box, z3.ULE(family.lo, k), z3.ULT(k, family.hi))
-            out += [_term(inst, axes, k, inside, c * lane) for lane in _by_reads(family.lanes)]
+            out += [_term(inst, axes, k, inside, c * lane) for lane in _by_reads(family.lanes, own)]
     if len(out) > MAX_TERMS:
         return f"it adds {len(out)} kinds of terms (more than {MAX_TERMS} after folding)"
     return out
 
 
-def _by_reads(summands: tuple[z3.ArithRef, ...]) -> list[z3.ArithRef]:
-    """A loop body's summands added up in groups that share an input read: one iteration of a loop unrolled
-    by nvcc is one lane, but z3 may have split an iteration's value into summands (t·log t − t·log p), and a
-    term of the reference is the iteration's whole value. Each summand is in exactly one group."""
+def _by_reads(summands: tuple[z3.ArithRef, ...], own: frozenset[str]) -> list[z3.ArithRef]:
+    """A loop body's summands added up in groups that share a read of an input in `own`: one iteration of a
+    loop unrolled by nvcc is one lane, but z3 may have split an iteration's value into summands
+    (t·log t − t·log p), and a term of the reference is the iteration's whole value. (A broadcast input's
+    element is read by several iterations: it joins nothing.) Each summand is in exactly one group."""
     groups: list[tuple[set[int], list[z3.ArithRef]]] = []
     for u in summands:
-        reads = {t.get_id() for t in subterms(u) if is_read(t)}
+        reads = {t.get_id() for t in subterms(u) if is_read(t) and t.decl().name() in own}
         joined = [g for g in groups if g[0] & reads]
         merged = (reads.union(*(g[0] for g in joined)), [m for g in joined for m in g[1]] + [u])
         groups = [g for g in groups if not any(g is j for j in joined)] + [merged]

@@ -22,12 +22,13 @@ from fractions import Fraction
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.comprehension import scaled_sum
+from semantics.comprehension import COMPREHENSIONS, scaled_sum
 from semantics.properties.atomic_terms import (
     Instance,
     Reference,
     digits,
     flat_strides,
+    full_inputs,
     is_read,
     oriented,
     reference_terms,
@@ -36,9 +37,10 @@ from semantics.properties.atomic_terms import (
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, mentions_opaque, rename_apart
 from semantics.properties.coverage import writer_variables
 from semantics.properties.equivalence import element_index
+from semantics.properties.reductions import Matcher
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
 from semantics.ptx.state import Access
-from semantics.terms import mentions, subterms
+from semantics.terms import mentions, reaching, subterms
 
 L = z3.BitVec("L", 64)
 RADIX = 1 << 32
@@ -66,7 +68,7 @@ def check(buffer: Buffer, accesses: list[Access], reference: Callable, thread: T
         outcome = checker.check(ob, timeout_s)
         record(ob, outcome)
         return outcome.status == PROVED
-    instances = _terms(buffer, accesses, thread, launch_ok, proved)
+    instances = _terms(buffer, accesses, thread, launch_ok, proved, full_inputs(reference_terms(scaled[1])))
     if isinstance(instances, str):
         return PropertyResult(UNKNOWN, [instances])
     job = Accumulation(buffer, instances, *scaled, thread, shared, provers, checker, timeout_s, record)
@@ -117,8 +119,9 @@ class Accumulation:
             hint, phi = proposed
             flats.append(hint)
             at = list(zip(self.ref.ms, phi, strict=True))
-            into = z3.And(inst.adds_into_l, z3.Not(z3.And(z3.substitute(self.in_range, *at),
-                                                          inst.value == self.scale * z3.substitute(self.h, *at))))
+            in_range = z3.substitute(self.in_range, *at)
+            kernel, reference = self._matched(key, inst, in_range, self.scale * z3.substitute(self.h, *at))
+            into = z3.And(inst.adds_into_l, z3.Not(z3.And(in_range, kernel == reference)))
             if not self._proved(f"the value added at line {inst.access.line} is the reference's term", into,
                                 _read_index(inst.value, self.hot)):
                 return (f"could not prove that each value atomically added to {name} at line {inst.access.line} is a "
@@ -151,6 +154,17 @@ class Accumulation:
         if not self._proved("every term of the reference is added", onto, _read_index(self.h, self.hot)):
             return f"could not prove that every term of the reference's sum is added to {name}"
         return None
+
+    def _matched(self, key: str, inst: Instance, in_range: z3.BoolRef,
+                 reference: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef]:
+        """The added value and the reference's term with the reductions they share named by symbols (a row's
+        tree over a block against the reference's row Sum, under a proved reindexing: the matcher's
+        obligations, recorded), when the value holds comprehensions; else both as they are."""
+        if not reaching(inst.value, COMPREHENSIONS):
+            return inst.value, reference
+        matcher = Matcher(z3.And(inst.adds_into_l, in_range), self.provers.reindex, self.checker, self.timeout_s,
+                          self.record, self.hints, f"{key}:match", self.provers.search)
+        return matcher.rewrite(inst.value, reference)
 
     def _phi(self, key: str, inst: Instance) -> tuple[z3.BitVecRef, tuple[z3.BitVecRef, ...]] | None:
         """The prover's hint for the reference indices of the term `inst` adds, and those indices. A nest of
@@ -198,7 +212,7 @@ def recompute(buffer: Buffer, accesses: list[Access], reference: Callable, threa
     scaled = _scaled_sum(reference(L))
     if _outside_fragment(buffer, accesses) or scaled is None:
         return None
-    instances = _terms(buffer, accesses, thread, launch_ok, _unsat)
+    instances = _terms(buffer, accesses, thread, launch_ok, _unsat, full_inputs(reference_terms(scaled[1])))
     if isinstance(instances, str):
         return None
     values = one_hot(instances, scaled[0], reference_terms(scaled[1]), element, p)
@@ -349,11 +363,11 @@ def _scaled_sum(term: z3.ExprRef) -> tuple[z3.ArithRef, z3.ExprRef] | None:
 
 
 def _terms(buffer: Buffer, accesses: list[Access], thread: Thread, launch_ok: z3.BoolRef,
-           proved: Callable[[z3.BoolRef, str], bool]) -> list[Instance] | str:
+           proved: Callable[[z3.BoolRef, str], bool], own: frozenset[str]) -> list[Instance] | str:
     """Every atomic site's instances, each split into the terms of its value (`atomic_terms.split`)."""
     out = []
     for a in accesses:
-        terms = split(_instance(a, thread, launch_ok), proved, f"{buffer.name}.line{a.line}")
+        terms = split(_instance(a, thread, launch_ok), proved, f"{buffer.name}.line{a.line}", own)
         if isinstance(terms, str):
             return f"the value atomically added to {buffer.name} at line {a.line} is not matched: {terms}"
         out += terms
