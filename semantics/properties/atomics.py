@@ -146,7 +146,7 @@ class Accumulation:
             index = element_index(inst.access, 0)
             psi = self.provers.inverse(key, index * RADIX + z3.substitute(flat, (L, index)),
                                        inst.variables, L * RADIX + flat_m)
-            if psi is not None:
+            if psi is not None and all(_plain(t) for t in psi.values()):
                 hit = z3.And(inst.happens, *[x == m for x, m in zip(phi, self.ref.ms, strict=True)])
                 hits.append(z3.substitute(hit, *[(v, psi[str(v)]) for v in inst.variables]))
                 self.hints[key] = psi
@@ -173,14 +173,14 @@ class Accumulation:
         ms = self.ref.ms
         if len(ms) == 1:
             phi = self.provers.reindex(key, inst.value, None, self.h, ms[0])
-            return None if phi is None else (phi, (phi,))
+            return None if phi is None or not _plain(phi) else (phi, (phi,))
         strides = flat_strides(self.ref)
         full = [r for r in _reads(self.h) if r.decl() == self.hot and all(mentions(r.arg(0), m) for m in ms)]
         if strides is None or not full:
             return None
         target = z3.substitute(full[0], *[(m, z3.BitVecVal(0, 64)) for m in ms[:-1]])
         flat = self.provers.reindex(key, inst.value, None, target, ms[-1])
-        return None if flat is None else (flat, digits(flat, self.ref, strides))
+        return None if flat is None or not _plain(flat) else (flat, digits(flat, self.ref, strides))
 
     def _flat(self, index: tuple[z3.BitVecRef, ...]) -> z3.BitVecRef:
         """A tuple of reference indices as one row-major number (for the inverse prover's question)."""
@@ -309,6 +309,12 @@ def _one_read(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> tuple[Fraction, z
     if not (z3.is_rational_value(at_zero) and at_zero.as_fraction() == 0 and z3.is_rational_value(at_one)):
         return None
     return Fraction(at_one.as_fraction()), hot_reads[0]
+
+
+def _plain(hint: z3.ExprRef) -> bool:
+    """A hint is an index over the instance's variables: a bound variable or a binder in it (a read taken
+    from inside a comprehension's body) would be captured where it is substituted, so it is refused."""
+    return not any(z3.is_var(t) or z3.is_quantifier(t) for t in subterms(hint))
 
 
 def _hot_index(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> z3.BitVecRef | None:
