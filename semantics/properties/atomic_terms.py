@@ -186,13 +186,25 @@ def oriented(inst: Instance, index: z3.BitVecRef | None) -> Instance:
     if index is None:
         return inst
     for tau, n in inst.axes:
-        if _step(index, tau) < 0:
+        if step(index, tau) < 0:
             inst = inst.flipped(tau, n)
             index = z3.substitute(index, (tau, n - 1 - tau))
     return inst
 
 
-def _step(index: z3.BitVecRef, var: z3.BitVecRef) -> int:
+def linear_guess(index: z3.BitVecRef, variables: list[z3.BitVecRef]) -> z3.BitVecRef:
+    """index as c + Σ dᵥ·v, its numbers read off at 0 and 1 (a guess, for a prover's question only: a
+    per-row kernel's row (3660 + 4096·b) / 4096 is then b)."""
+    others = [(c, z3.BitVecVal(0, c.size())) for c in constants(index) if z3.is_bv(c)]
+    at0 = z3.simplify(z3.substitute(index, *others)) if others else z3.simplify(index)
+    if not z3.is_bv_value(at0):
+        return index
+    wide = [(v, z3.ZeroExt(index.size() - v.size(), v) if v.size() < index.size() else v) for v in variables
+            if v.size() <= index.size()]
+    return sum((step(index, v) * w for v, w in wide if step(index, v)), at0)
+
+
+def step(index: z3.BitVecRef, var: z3.BitVecRef) -> int:
     """How `index` moves per step of var, read at var = 0 with every other symbol 0 (a guess, signed)."""
     others = [(c, z3.BitVecVal(0, c.size())) for c in constants(index) if z3.is_bv(c) and not c.eq(var)]
     at = [z3.simplify(z3.substitute(index, (var, z3.BitVecVal(v, var.size())), *others)) for v in (0, 1)]

@@ -30,6 +30,7 @@ from semantics.properties.atomic_terms import (
     flat_strides,
     full_inputs,
     is_read,
+    linear_guess,
     oriented,
     reference_terms,
     split,
@@ -144,7 +145,8 @@ class Accumulation:
             # the writer of term m of element L solves two equations, element(τ) = L and φ(τ) = m: asked of the
             # inverse prover as one mixed-radix index (only a question; the obligation below checks the answer)
             index = element_index(inst.access, 0)
-            psi = self.provers.inverse(key, index * RADIX + z3.substitute(flat, (L, index)),
+            question = linear_guess(flat, inst.variables) if reaching(inst.value, COMPREHENSIONS) else flat
+            psi = self.provers.inverse(key, index * RADIX + z3.substitute(question, (L, index)),
                                        inst.variables, L * RADIX + flat_m)
             if psi is not None and all(_plain(t) for t in psi.values()):
                 hit = z3.And(inst.happens, *[x == m for x, m in zip(phi, self.ref.ms, strict=True)])
@@ -172,7 +174,7 @@ class Accumulation:
         outer indices 0 (a question only: the obligations judge the tuple)."""
         ms = self.ref.ms
         if len(ms) == 1:
-            phi = self.provers.reindex(key, inst.value, None, self.h, ms[0])
+            phi = self.provers.reindex(key, _reads_at_zero(inst.value), None, _reads_at_zero(self.h), ms[0])
             return None if phi is None or not _plain(phi) else (phi, (phi,))
         strides = flat_strides(self.ref)
         full = [r for r in _reads(self.h) if r.decl() == self.hot and all(mentions(r.arg(0), m) for m in ms)]
@@ -309,6 +311,18 @@ def _one_read(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> tuple[Fraction, z
     if not (z3.is_rational_value(at_zero) and at_zero.as_fraction() == 0 and z3.is_rational_value(at_one)):
         return None
     return Fraction(at_one.as_fraction()), hot_reads[0]
+
+
+def _reads_at_zero(term: z3.ExprRef) -> z3.ExprRef:
+    """The question put to the reindexing prover for a term that holds reductions (a row's tree over a block
+    against the reference's row Sum): the sum of its input reads with every bound variable 0, so the prover
+    pairs first elements (the row's) and its proposal is an index over the instance's own variables. A term
+    without binders is asked as it is."""
+    reads = [t for t in subterms(term) if is_read(t) and not _plain(t)]
+    if not reads:
+        return term
+    zeros = [z3.BitVecVal(0, 64)] * 8
+    return z3.Sum(*[z3.If(z3.BoolVal(True), z3.substitute_vars(r, *zeros), z3.RealVal(0)) for r in reads])
 
 
 def _plain(hint: z3.ExprRef) -> bool:
