@@ -322,7 +322,7 @@ def _reads_at_zero(term: z3.ExprRef) -> z3.ExprRef:
     if not reads:
         return term
     zeros = [z3.BitVecVal(0, 64)] * 8
-    return z3.Sum(*[z3.If(z3.BoolVal(True), z3.substitute_vars(r, *zeros), z3.RealVal(0)) for r in reads])
+    return z3.Sum(*[z3.substitute_vars(r, *zeros) for r in reads])
 
 
 def _plain(hint: z3.ExprRef) -> bool:
