@@ -17,38 +17,35 @@ Sums only, of floats, into buffers with zeroed initial contents; other atomics s
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.comprehension import scaled_sum
+from semantics.comprehension import COMPREHENSIONS, scaled_sum
+from semantics.properties.atomic_terms import (
+    Instance,
+    Reference,
+    digits,
+    flat_strides,
+    full_inputs,
+    is_read,
+    linear_guess,
+    oriented,
+    reference_terms,
+    split,
+)
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, mentions_opaque, rename_apart
 from semantics.properties.coverage import writer_variables
 from semantics.properties.equivalence import element_index
-from semantics.properties.reductions import open_family
+from semantics.properties.reductions import Matcher
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
 from semantics.ptx.state import Access
-from semantics.terms import subterms
+from semantics.terms import mentions, reaching, subterms
 
 L = z3.BitVec("L", 64)
 RADIX = 1 << 32
 OTHER = Thread.fresh("#2")
-
-
-@dataclass(frozen=True)
-class Instance:
-    """One atomic site as performed by the symbolic thread (and its loop iterations)."""
-
-    access: Access
-    variables: list[z3.BitVecRef]   # thread coordinates and loop iterations
-    adds_into_l: z3.BoolRef         # the instance happens (over-approximated in loops) and adds into L
-    happens: z3.BoolRef             # the instance happens, loop reachability exact
-
-    @property
-    def value(self) -> z3.ArithRef:
-        return self.access.values[0]
 
 
 def accumulated(outputs: list[Access]) -> set[str]:
@@ -67,8 +64,15 @@ def check(buffer: Buffer, accesses: list[Access], reference: Callable, thread: T
     if scaled is None:
         return PropertyResult(UNKNOWN, [f"{buffer.name} is accumulated with atomics, but its reference is not one "
                                         f"sum (only sums are matched against atomic accumulation)"])
-    job = Accumulation(buffer, [_instance(a, thread, launch_ok) for a in accesses], *scaled, thread, shared,
-                       provers, checker, timeout_s, record)
+    def proved(formula: z3.BoolRef, name: str) -> bool:
+        ob = Obligation(f"equivalence: {buffer.name} accumulated by atomics: {name}", "equivalence", formula)
+        outcome = checker.check(ob, timeout_s)
+        record(ob, outcome)
+        return outcome.status == PROVED
+    instances = _terms(buffer, accesses, thread, launch_ok, proved, full_inputs(reference_terms(scaled[1])))
+    if isinstance(instances, str):
+        return PropertyResult(UNKNOWN, [instances])
+    job = Accumulation(buffer, instances, *scaled, thread, shared, provers, checker, timeout_s, record)
     why = job.prove()
     if why is None:
         accepted.update(job.hints)
@@ -85,11 +89,12 @@ class Accumulation:
     def __init__(self, buffer: Buffer, instances: list[Instance], scale: z3.ArithRef, total: z3.ExprRef,
                  thread: Thread, shared: set[str], provers, checker: Checker, timeout_s: float, record):
         self.buffer, self.instances, self.scale = buffer, instances, scale
-        ref = open_family(total, "m!", split=False)
-        self.h, self.m = ref.lanes[0], ref.var
-        self.in_range = z3.And(z3.ULE(ref.lo, self.m), z3.ULT(self.m, ref.hi))
+        self.ref = reference_terms(total)
+        self.h, self.in_range = self.ref.h, self.ref.in_range
         self.thread, self.shared, self.provers = thread, shared, provers
         self.checker, self.timeout_s, self.record = checker, timeout_s, record
+        self.hot = _hot(self.ref)          # the input a one-hot witness sets
+        self.instances = [oriented(i, _hot_index(i.value, self.hot)) for i in instances]
         self.hints: dict[str, object] = {}
         self.failure: dict | None = None  # the model of a failed obligation: element L and input index p
 
@@ -106,53 +111,92 @@ class Accumulation:
 
     def prove(self) -> str | None:
         """None when proved; else why not."""
-        name, phis = self.buffer.name, []
-        for inst in self.instances:
-            key = f"atomics:{name}:line{inst.access.line}:phi"
-            phi = self.provers.reindex(key, inst.value, None, self.h, self.m)
-            if phi is None:
+        name, phis, flats = self.buffer.name, [], []
+        for n, inst in enumerate(self.instances):
+            key = f"atomics:{name}:line{inst.access.line}:phi" + (f".{n}" if len(self.instances) > 1 else "")
+            proposed = self._phi(key, inst)
+            if proposed is None:
                 return f"no reference index could be proposed for the value added at line {inst.access.line}"
-            into = z3.And(inst.adds_into_l, z3.Not(z3.And(z3.substitute(self.in_range, (self.m, phi)),
-                                                          inst.value == self.scale * z3.substitute(self.h,
-                                                                                                   (self.m, phi)))))
+            hint, phi = proposed
+            flats.append(hint)
+            at = list(zip(self.ref.ms, phi, strict=True))
+            in_range = z3.substitute(self.in_range, *at)
+            kernel, reference = self._matched(key, inst, in_range, self.scale * z3.substitute(self.h, *at))
+            into = z3.And(inst.adds_into_l, z3.Not(z3.And(in_range, kernel == reference)))
             if not self._proved(f"the value added at line {inst.access.line} is the reference's term", into,
-                                _read_index(inst.value)):
+                                _read_index(inst.value, self.hot)):
                 return (f"could not prove that each value atomically added to {name} at line {inst.access.line} is a "
                         f"term of the reference's sum")
-            self.hints[key] = phi
+            self.hints[key] = hint
             phis.append(phi)
         for (a, phi_a), (b, phi_b) in _pairs(list(zip(self.instances, phis, strict=True))):
-            pairs = rename_apart([b.adds_into_l, phi_b, *b.variables], self.thread, OTHER, self.shared | {str(L)})
-            b_adds, b_phi = z3.substitute(b.adds_into_l, *pairs), z3.substitute(phi_b, *pairs)
+            pairs = rename_apart([b.adds_into_l, *phi_b, *b.variables], self.thread, OTHER, self.shared | {str(L)})
+            b_adds, b_phi = z3.substitute(b.adds_into_l, *pairs), [z3.substitute(c, *pairs) for c in phi_b]
             same = z3.And([v == z3.substitute(v, *pairs) for v in a.variables]) if a is b else z3.BoolVal(False)
-            clash = z3.And(a.adds_into_l, b_adds, phi_a == b_phi, z3.Not(same))
+            clash = z3.And(a.adds_into_l, b_adds, *[x == y for x, y in zip(phi_a, b_phi, strict=True)], z3.Not(same))
             if not self._proved(f"no term is added twice (lines {a.access.line}, {b.access.line})", clash,
-                                _read_index(a.value)):
+                                _read_index(a.value, self.hot)):
                 return (f"could not prove that no term of the reference is added to {name} twice (lines "
                         f"{a.access.line} and {b.access.line})")
         hits = []
-        for inst, phi in zip(self.instances, phis, strict=True):
-            key = f"atomics:{name}:line{inst.access.line}:psi"
+        flat_m = self._flat(self.ref.ms)
+        for n, (inst, phi, flat) in enumerate(zip(self.instances, phis, flats, strict=True)):
+            key = f"atomics:{name}:line{inst.access.line}:psi" + (f".{n}" if len(self.instances) > 1 else "")
             # the writer of term m of element L solves two equations, element(τ) = L and φ(τ) = m: asked of the
             # inverse prover as one mixed-radix index (only a question; the obligation below checks the answer)
             index = element_index(inst.access, 0)
-            psi = self.provers.inverse(key, index * RADIX + z3.substitute(phi, (L, index)), inst.variables,
-                                       L * RADIX + self.m)
-            if psi is not None:
-                hits.append(z3.substitute(z3.And(inst.happens, phi == self.m),
-                                          *[(v, psi[str(v)]) for v in inst.variables]))
+            question = linear_guess(flat, inst.variables) if reaching(inst.value, COMPREHENSIONS) else flat
+            psi = self.provers.inverse(key, index * RADIX + z3.substitute(question, (L, index)),
+                                       inst.variables, L * RADIX + flat_m)
+            if psi is not None and all(_plain(t) for t in psi.values()):
+                hit = z3.And(inst.happens, *[x == m for x, m in zip(phi, self.ref.ms, strict=True)])
+                hits.append(z3.substitute(hit, *[(v, psi[str(v)]) for v in inst.variables]))
                 self.hints[key] = psi
         onto = z3.And(self.in_range, z3.Not(z3.Or(hits) if hits else z3.BoolVal(False)))
-        if not self._proved("every term of the reference is added", onto, _read_index(self.h)):
+        if not self._proved("every term of the reference is added", onto, _read_index(self.h, self.hot)):
             return f"could not prove that every term of the reference's sum is added to {name}"
         return None
+
+    def _matched(self, key: str, inst: Instance, in_range: z3.BoolRef,
+                 reference: z3.ArithRef) -> tuple[z3.ArithRef, z3.ArithRef]:
+        """The added value and the reference's term with the reductions they share named by symbols (a row's
+        tree over a block against the reference's row Sum, under a proved reindexing: the matcher's
+        obligations, recorded), when the value holds comprehensions; else both as they are."""
+        if not reaching(inst.value, COMPREHENSIONS):
+            return inst.value, reference
+        matcher = Matcher(z3.And(inst.adds_into_l, in_range), self.provers.reindex, self.checker, self.timeout_s,
+                          self.record, self.hints, f"{key}:match", self.provers.search)
+        return matcher.rewrite(inst.value, reference)
+
+    def _phi(self, key: str, inst: Instance) -> tuple[z3.BitVecRef, tuple[z3.BitVecRef, ...]] | None:
+        """The prover's hint for the reference indices of the term `inst` adds, and those indices. A nest of
+        Sums is asked for its flat row-major index, read off the reference's read of the hot input with the
+        outer indices 0 (a question only: the obligations judge the tuple)."""
+        ms = self.ref.ms
+        if len(ms) == 1:
+            phi = self.provers.reindex(key, _reads_at_zero(inst.value), None, _reads_at_zero(self.h), ms[0])
+            return None if phi is None or not _plain(phi) else (phi, (phi,))
+        strides = flat_strides(self.ref)
+        full = [r for r in _reads(self.h) if r.decl() == self.hot and all(mentions(r.arg(0), m) for m in ms)]
+        if strides is None or not full:
+            return None
+        target = z3.substitute(full[0], *[(m, z3.BitVecVal(0, 64)) for m in ms[:-1]])
+        flat = self.provers.reindex(key, inst.value, None, target, ms[-1])
+        return None if flat is None or not _plain(flat) else (flat, digits(flat, self.ref, strides))
+
+    def _flat(self, index: tuple[z3.BitVecRef, ...]) -> z3.BitVecRef:
+        """A tuple of reference indices as one row-major number (for the inverse prover's question)."""
+        strides = flat_strides(self.ref) if len(index) > 1 else None
+        if strides is None:
+            return index[0]
+        return sum((s * i for s, i in zip(strides[1:], index[1:], strict=True)), strides[0] * index[0])
 
     def refute(self) -> Finding | None:
         """A failed obligation's element L and input index p, tried as a one-hot witness."""
         if self.failure is None:
             return None
         element, p = self.failure["L"], self.failure["p"]
-        values = one_hot(self.instances, self.scale, self.h, self.m, self.in_range, element, p)
+        values = one_hot(self.instances, self.scale, self.ref, element, p)
         if values is None or values[0] == values[1]:
             return None
         kernel_value, reference_value, source, first = values
@@ -170,37 +214,39 @@ def recompute(buffer: Buffer, accesses: list[Access], reference: Callable, threa
     scaled = _scaled_sum(reference(L))
     if _outside_fragment(buffer, accesses) or scaled is None:
         return None
-    job = Accumulation(buffer, [_instance(a, thread, launch_ok) for a in accesses], *scaled, thread, set(), None,
-                       None, 0.0, None)
-    values = one_hot(job.instances, job.scale, job.h, job.m, job.in_range, element, p)
+    instances = _terms(buffer, accesses, thread, launch_ok, _unsat, full_inputs(reference_terms(scaled[1])))
+    if isinstance(instances, str):
+        return None
+    values = one_hot(instances, scaled[0], reference_terms(scaled[1]), element, p)
     return values[:2] if values else None
 
 
-def one_hot(instances: list[Instance], scale: z3.ArithRef, h: z3.ArithRef, m: z3.BitVecRef, in_range: z3.BoolRef,
-            element: int, p: int) -> tuple[Fraction, Fraction, str, dict] | None:
+def one_hot(instances: list[Instance], scale: z3.ArithRef, ref: Reference, element: int,
+            p: int) -> tuple[Fraction, Fraction, str, dict] | None:
     """Element `element` of the kernel and of the reference when input element p is 1 and every other input 0.
 
-    Each added value is then c·[it reads p], so the kernel leaves Σ c over the instances adding into the element
-    that read p, and the reference computes scale·#{m : term m reads p}. Both counts are exact, by enumeration
-    with the solver (a few instances at most). Returns (kernel, reference, input name, the first instance's
-    thread), or None outside this form."""
-    reads = [_one_read(inst.value) for inst in instances]
-    ref_read = _one_read(h)
-    if ref_read is None or None in reads or len({r[1].decl() for r in [*reads, ref_read]}) != 1 \
-            or any(mentions_opaque(inst.happens) for inst in instances):
+    Each added value (and each term of the reference) is then c·[it reads p], c its value at that input,
+    when it is 0 at all-zero inputs and reads the hot input at one index (`_one_read`), so the kernel leaves
+    Σ c over the instances adding into the element that read p, and the reference computes
+    scale·c·#{ms : term ms reads p}. Both counts are exact, by enumeration with the solver (a few instances at
+    most). Returns (kernel, reference, input name, the first instance's thread), or None outside this form."""
+    hot = _hot(ref)
+    reads = [_one_read(inst.value, hot) for inst in instances]
+    ref_read = _one_read(ref.h, hot)
+    if ref_read is None or None in reads or any(mentions_opaque(inst.happens) for inst in instances):
         return None
     fix = [(L, z3.BitVecVal(element, 64))]
     kernel_value, first = Fraction(0), None
     for inst, (c, app) in zip(instances, reads, strict=True):
         # (a guard may read inputs too: they take the witness's values there)
-        happens = _with_one_hot_inputs(inst.happens, ref_read[1].decl(), p)
+        happens = _with_one_hot_inputs(inst.happens, hot, p)
         found = _count(z3.substitute(z3.And(happens, app.arg(0) == p), *fix), inst.variables)
         if found is None:
             return None
         kernel_value += c * len(found)
         first = first or (found[0] if found else None)
     c_ref, app_ref = ref_read
-    terms = _count(z3.substitute(z3.And(in_range, app_ref.arg(0) == p), *fix), [m])
+    terms = _count(z3.substitute(z3.And(ref.in_range, app_ref.arg(0) == p), *fix), list(ref.ms))
     if terms is None:
         return None
     reference_value = Fraction(scale.as_fraction()) * c_ref * len(terms)
@@ -240,7 +286,7 @@ def _named(variables: list[z3.BitVecRef], values: list[z3.ExprRef]) -> dict:
 def _with_one_hot_inputs(formula: z3.BoolRef, hot: z3.FuncDeclRef, p: int) -> z3.BoolRef:
     """`formula` with every input's contents fixed: `hot`[p] = 1, everything else 0."""
     j = z3.Var(0, z3.BitVecSort(64))  # substitute_funs takes bodies over de Bruijn variables
-    contents = {t.decl().name(): t.decl() for t in subterms(formula) if _is_read(t)}
+    contents = {t.decl().name(): t.decl() for t in subterms(formula) if is_read(t)}
     pairs = []
     for decl in contents.values():
         zero = z3.RealVal(0) if decl.range() == z3.RealSort() else z3.BitVecVal(0, decl.range().size())
@@ -249,25 +295,71 @@ def _with_one_hot_inputs(formula: z3.BoolRef, hot: z3.FuncDeclRef, p: int) -> z3
     return z3.substitute_funs(formula, *pairs) if pairs else formula
 
 
-def _one_read(term: z3.ExprRef) -> tuple[Fraction, z3.ExprRef] | None:
-    """(c, X[i]) when term is c·X[i]: one element of one input, scaled by a rational constant."""
+def _one_read(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> tuple[Fraction, z3.ExprRef] | None:
+    """(c, X[i]) when term, with the input X (`hot`) one-hot at i, is c·[the hot element is X[i]]: every read
+    of X in term is at one index i, term is 0 when every input is 0, and it is the rational c when X[i] is
+    1 and every other input 0 (c·X[i] itself, (X[i] - Y[i])², a Huber branch on |X[i] - Y[i]|, ...)."""
     term = z3.simplify(term)
-    if _is_read(term):
-        return Fraction(1), term
-    if z3.is_mul(term) and term.num_args() == 2:
-        for c, read in (term.children(), reversed(term.children())):
-            if z3.is_rational_value(c) and _is_read(read):
-                return Fraction(c.as_fraction()), read
-    return None
+    reads = _reads(term)
+    hot_reads = [r for r in reads if r.decl() == hot]
+    if _hot_index(term, hot) is None:
+        return None
+    zero = {r.get_id(): _constant(r, 0) for r in reads}
+    at_zero = z3.simplify(z3.substitute(term, *[(r, zero[r.get_id()]) for r in reads]))
+    at_one = z3.simplify(z3.substitute(term, *[(r, _constant(r, 1) if r.decl() == hot else zero[r.get_id()])
+                                              for r in reads]))
+    if not (z3.is_rational_value(at_zero) and at_zero.as_fraction() == 0 and z3.is_rational_value(at_one)):
+        return None
+    return Fraction(at_one.as_fraction()), hot_reads[0]
 
 
-def _is_read(term: z3.ExprRef) -> bool:
-    return z3.is_app(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED and term.num_args() == 1 \
-        and z3.is_bv(term.arg(0))
+def _reads_at_zero(term: z3.ExprRef) -> z3.ExprRef:
+    """The question put to the reindexing prover for a term that holds reductions (a row's tree over a block
+    against the reference's row Sum): the sum of its input reads with every bound variable 0, so the prover
+    pairs first elements (the row's) and its proposal is an index over the instance's own variables. A term
+    without binders is asked as it is."""
+    reads = [t for t in subterms(term) if is_read(t) and not _plain(t)]
+    if not reads:
+        return term
+    zeros = [z3.BitVecVal(0, 64)] * 8
+    return z3.Sum(*[z3.substitute_vars(r, *zeros) for r in reads])
 
 
-def _read_index(term: z3.ExprRef) -> z3.BitVecRef | None:
-    read = _one_read(term)
+def _plain(hint: z3.ExprRef) -> bool:
+    """A hint is an index over the instance's variables: a bound variable or a binder in it (a read taken
+    from inside a comprehension's body) would be captured where it is substituted, so it is refused."""
+    return not any(z3.is_var(t) or z3.is_quantifier(t) for t in subterms(hint))
+
+
+def _hot_index(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> z3.BitVecRef | None:
+    """The one index at which `term` reads the input `hot`, if it reads it at exactly one."""
+    indices = {r.arg(0).get_id(): r.arg(0) for r in _reads(z3.simplify(term)) if r.decl() == hot}
+    return next(iter(indices.values())) if len(indices) == 1 else None
+
+
+def _constant(read: z3.ExprRef, value: int) -> z3.ExprRef:
+    return z3.RealVal(value) if z3.is_real(read) else z3.BitVecVal(value, read.sort().size())
+
+
+def _reads(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The input elements `term` reads, each once, outside comprehension bodies."""
+    seen, out = set(), []
+    for t in subterms(term):
+        if is_read(t) and t.get_id() not in seen:
+            seen.add(t.get_id())
+            out.append(t)
+    return out
+
+
+def _hot(ref: Reference) -> z3.FuncDeclRef | None:
+    """The input a one-hot witness sets: the first the reference's term reads at an index that moves with
+    every one of its indices (the tensor the mean runs over, not a broadcast one)."""
+    reads = [r for r in _reads(z3.simplify(ref.h)) if all(mentions(r.arg(0), m) for m in ref.ms)]
+    return reads[0].decl() if reads else None
+
+
+def _read_index(term: z3.ExprRef, hot: z3.FuncDeclRef | None) -> z3.BitVecRef | None:
+    read = _one_read(term, hot)
     return read[1].arg(0) if read else None
 
 
@@ -290,11 +382,31 @@ def _scaled_sum(term: z3.ExprRef) -> tuple[z3.ArithRef, z3.ExprRef] | None:
     return scaled_sum(z3.simplify(term))
 
 
+def _terms(buffer: Buffer, accesses: list[Access], thread: Thread, launch_ok: z3.BoolRef,
+           proved: Callable[[z3.BoolRef, str], bool], own: frozenset[str]) -> list[Instance] | str:
+    """Every atomic site's instances, each split into the terms of its value (`atomic_terms.split`)."""
+    out = []
+    for a in accesses:
+        terms = split(_instance(a, thread, launch_ok), proved, f"{buffer.name}.line{a.line}", own)
+        if isinstance(terms, str):
+            return f"the value atomically added to {buffer.name} at line {a.line} is not matched: {terms}"
+        out += terms
+    return out
+
+
+def _unsat(formula: z3.BoolRef, _name: str) -> bool:
+    """A fold's obligation decided by a fresh z3 (`lark check` recomputing a witness has no checker)."""
+    solver = z3.Solver()
+    solver.set("timeout", 30_000)
+    solver.add(formula)
+    return solver.check() == z3.unsat
+
+
 def _instance(access: Access, thread: Thread, launch_ok: z3.BoolRef) -> Instance:
     adds = element_index(access, 0) == L
     exact = z3.And(access.guard, *[loop.reached(k) for loop, k in access.loops])
     return Instance(access, writer_variables(access, thread), z3.And(launch_ok, access.guard, adds),
-                    z3.And(launch_ok, exact, adds))
+                    z3.And(launch_ok, exact, adds), access.values[0])
 
 
 def _pairs(items: list) -> list[tuple]:
