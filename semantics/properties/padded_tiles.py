@@ -73,6 +73,8 @@ class TileCutter:
             count = len(lanes) * (hi - lo)
             if hi <= lo or count in targets or not any(t < count for t in targets):
                 continue
+            if all(self._guess(lane, var, lo, hi) >= hi for lane in lanes):
+                continue   # no lane has a zero tail: nothing to cut, and deciding selections cannot fix the count
             # a canonical order (not z3's, which follows term creation), so hints keyed by part number match
             # when a certificate is checked in another process
             lanes = sorted(lanes, key=lambda t: t.sexpr())
