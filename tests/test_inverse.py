@@ -108,3 +108,13 @@ def _rms_index(channel: int) -> z3.BitVecRef:
 @pytest.mark.parametrize("channel", [0, 5, 63])
 def test_a_signed_division_by_a_power_of_two_decodes(channel):
     _decodes(_rms_index(channel), [BX, TX], [(0, 0), (1023, 255), (2048, 17), (458751, 255)])
+
+
+def test_an_index_with_a_selection_is_read_without_crashing():
+    """A selection's condition is a Bool, not a bit-vector: the shift reader skips it (it once asked its size)."""
+    from orchestrator.provers.inverse import _shifts_as_divisions
+    t = z3.BitVec("t", 32)
+    index = z3.If(z3.ULT(t, 8), t, z3.LShR(t, 3))
+    rewritten = _shifts_as_divisions(index)
+    assert not z3.eq(rewritten, index)          # the shift became a division
+    assert z3.is_app_of(rewritten, z3.Z3_OP_ITE)

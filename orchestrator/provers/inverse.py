@@ -169,8 +169,8 @@ def _shifts_as_divisions(index: z3.BitVecRef) -> z3.BitVecRef:
     index = simplify(z3.substitute(index, *signs)) if signs else index
     pairs = []
     for t in subterms(index):
-        if not z3.is_app(t) or t.num_args() == 0 or t.arg(0).size() > 32:   # (a C int's quotient, not bytes)
-            continue
+        if not z3.is_app(t) or t.num_args() == 0 or not z3.is_bv(t.arg(0)) or t.arg(0).size() > 32:
+            continue   # a C int's quotient, not bytes (and an If's condition is no bit-vector)
         if (z3.is_app_of(t, z3.Z3_OP_BASHR) or z3.is_app_of(t, z3.Z3_OP_BLSHR)) and z3.is_bv_value(t.arg(1)) \
                 and 0 < t.arg(1).as_long() < t.size():
             pairs.append((t, z3.UDiv(t.arg(0), 1 << t.arg(1).as_long())))

@@ -53,3 +53,24 @@ def divide_by_constant(division: z3.BitVecRef, quotient: z3.BitVecRef, remainder
     part = quotient if division.decl().kind() in QUOTIENTS else remainder
     equation = part == division
     return _mint(z3.Implies(c.arg(0), equation) if conditional else equation, "divide_by_constant", (split,))
+
+
+def multiple(x: z3.BitVecRef, size: int, width: int) -> z3.BitVecRef:
+    """x·N at `width` bits, x zero-extended first."""
+    return z3.ZeroExt(width - x.size(), x) * size
+
+
+def ordered_multiples(x: z3.BitVecRef, y: z3.BitVecRef, size: int, width: int) -> Theorem:
+    """⊢ x < y → x·N + N ≤ y·N (unsigned, the products `multiple(·, N, width)`), for x, y bit-vectors of one
+    width n ≤ width, N a positive integer and 2^n·N < 2^width.
+
+    Proof: as naturals x < y ≤ 2^n − 1, so x·N + N = (x + 1)·N ≤ y·N ≤ (2^n − 1)·N < 2^width: no product or sum
+    wraps at `width` bits, and (x + 1)·N ≤ y·N holds of the naturals (N ≥ 0, x + 1 ≤ y). The solver proves
+    this only by bit-blasting two multipliers and comparing them, which takes minutes from n = 15 on (a row
+    per block: the start of block b's row is b·N)."""
+    if not (z3.is_bv(x) and z3.is_bv(y) and x.size() == y.size() <= width):
+        raise Refused(f"ordered_multiples: {x} and {y} must be bit-vectors of one width, at most {width}")
+    if not (isinstance(size, int) and size > 0 and (size << x.size()) < (1 << width)):
+        raise Refused(f"ordered_multiples: {size} must be a positive integer with {size}·2^{x.size()} < 2^{width}")
+    claim = z3.Implies(z3.ULT(x, y), z3.ULE(multiple(x, size, width) + size, multiple(y, size, width)))
+    return _mint(claim, "ordered_multiples")

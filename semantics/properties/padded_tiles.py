@@ -66,6 +66,7 @@ class TileCutter:
         if not targets:
             return kernel, reference
         cut = []   # (kernel Sum, its parts), substituted at once: one pass over a block's thousand partial sums
+        fixes = self._fixes(kernel)   # once for all lanes: a block tree has thousands
         for n, s in enumerate(_sums(kernel)):
             lo, hi = (b.as_long() for b in s.children()[:2])
             var = z3.BitVec(f"tile!{self.key}.{n}", 64)
@@ -73,15 +74,18 @@ class TileCutter:
             count = len(lanes) * (hi - lo)
             if hi <= lo or count in targets or not any(t < count for t in targets):
                 continue
+            if all(self._guess(lane, var, lo, hi, fixes) >= hi for lane in lanes):
+                continue   # no lane has a zero tail: nothing to cut, and deciding selections cannot fix the count
             # a canonical order (not z3's, which follows term creation), so hints keyed by part number match
             # when a certificate is checked in another process
             lanes = sorted(lanes, key=lambda t: t.sexpr())
-            parts = [self._lane(lane, var, lo, hi, f"{n}.{i}") for i, lane in enumerate(lanes)]
+            parts = [self._lane(lane, var, lo, hi, f"{n}.{i}", fixes) for i, lane in enumerate(lanes)]
             cut.append((s, z3.Sum(parts) if len(parts) > 1 else parts[0]))
         return (z3.substitute(kernel, *cut) if cut else kernel), reference
 
-    def _lane(self, lane: z3.ArithRef, var: z3.BitVecRef, lo: int, hi: int, name: str) -> z3.ArithRef:
-        cut = self._guess(lane, var, lo, hi)
+    def _lane(self, lane: z3.ArithRef, var: z3.BitVecRef, lo: int, hi: int, name: str,
+              fixes: list | None) -> z3.ArithRef:
+        cut = self._guess(lane, var, lo, hi, fixes)
         if cut < hi and not self._proved(f"terms {cut}.. of kernel lane {name} are zero",
                                          z3.And(z3.ULE(cut, var), z3.ULT(var, hi), lane != 0)):
             cut = hi
@@ -105,9 +109,8 @@ class TileCutter:
                 self._keep.append(choice)
         return lane
 
-    def _guess(self, lane: z3.ArithRef, var: z3.BitVecRef, lo: int, hi: int) -> int:
+    def _guess(self, lane: z3.ArithRef, var: z3.BitVecRef, lo: int, hi: int, fixes: list | None) -> int:
         """Where the lane's zero tail starts at one model's thread (hi when it has none): a guess."""
-        fixes = self._fixes(lane, var)
         if fixes is None:
             return hi
         cut = hi
@@ -122,12 +125,12 @@ class TileCutter:
     def _hypothesis_model(self) -> z3.ModelRef | None:
         return model_of(self.hyp)
 
-    def _fixes(self, lane: z3.ArithRef, var: z3.BitVecRef) -> list | None:
-        """The model's values of the lane's bit-vector symbols (the thread), all but the iteration's."""
+    def _fixes(self, kernel: z3.ExprRef) -> list | None:
+        """The model's values of the kernel's bit-vector symbols (the thread; a lane's iteration symbol is
+        fresh, never among them)."""
         if self._hypothesis_model is None:
             return None
-        return [(c, self._hypothesis_model.eval(c, model_completion=True)) for c in constants(lane)
-                if z3.is_bv(c) and not z3.eq(c, var)]
+        return [(c, self._hypothesis_model.eval(c, model_completion=True)) for c in constants(kernel) if z3.is_bv(c)]
 
     def _proved(self, name: str, formula: z3.BoolRef) -> bool:
         ob = Obligation(f"equivalence: {name}", "equivalence", z3.And(self.hyp, formula))

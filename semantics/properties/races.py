@@ -14,7 +14,7 @@ import itertools
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.properties import warp_stores
+from semantics.properties import block_slabs, warp_stores
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -35,6 +35,7 @@ from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access
 
 OTHER = Thread.fresh("'")
+QUICK_S = 1.0   # the plain obligation's first try; a harder global pair goes to the slab lemma first
 
 
 def conflicting_pairs(accesses: list[Access]) -> list[tuple[Access, Access]]:
@@ -100,9 +101,16 @@ def goals(accesses: list[Access], thread: Thread, launch: Launch,
 def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, launch: Launch, shared: set[str],
           checker: Checker, timeout_s: float, record) -> PropertyResult:
     result = PropertyResult()
+    slabs = block_slabs.Slabs(thread, OTHER, launch, checker, timeout_s, record)
     for a, b in conflicting_pairs(accesses):
         ob = obligation(a, b, thread, launch, shared)
-        outcome = prove(ob, checker, timeout_s, record, result)
+        outcome = prove(ob, checker, min(timeout_s, QUICK_S), record, result)
+        if outcome.status not in (PROVED, REFUTED) and a.space == "global":
+            if (theorem := _by_slabs(a, b, ob, thread, shared, slabs)) is not None:
+                result.theorems.append(theorem)
+                continue
+        if outcome.status not in (PROVED, REFUTED) and timeout_s > QUICK_S:
+            outcome = prove(ob, checker, timeout_s, record, result)
         if outcome.status != PROVED and a is b and \
                 warp_stores.uniform(a, thread, OTHER, launch, shared, checker, timeout_s, record):
             ob = obligation(a, b, thread, launch, shared, warp_wide=True)
@@ -119,6 +127,14 @@ def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, la
         result.downgrade(UNKNOWN, f"could not rule out a race between lines {a.line} and {b.line} on {a.buffer} "
                                   f"({outcome.reason or 'counterexample not confirmed'})")
     return result
+
+
+def _by_slabs(a: Access, b: Access, ob: Obligation, thread: Thread, shared: set[str],
+              slabs: block_slabs.Slabs):
+    """⊢ ¬race at (a, b) by the per-block slab lemma (`block_slabs`), or None."""
+    pairs = rename_apart([b.guard, b.offset], thread, OTHER, shared)
+    guard_b, offset_b = (z3.substitute(t, *pairs) for t in (b.guard, b.offset))
+    return block_slabs.prove_race_free(a, b, ob.formula, guard_b, offset_b, pairs, slabs, ob.name)
 
 
 def _reached(a: Access, b: Access, ob: Obligation, outcome, thread: Thread, checker: Checker,
