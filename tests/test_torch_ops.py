@@ -52,7 +52,7 @@ PROOF_MODELS = {
     "views": _model("x.view(-1).reshape(4, 6, 5).unsqueeze(0).squeeze(0).flatten()", "torch.randn(24, 5)"),
     "sort": _model("torch.sort(x, dim=-1).values", "torch.randn(4, 4)"),
     "logcumsumexp": _model("torch.logcumsumexp(x, dim=1)", "torch.randn(4, 4)"),
-    "argmax": _model("x.argmax(dim=1)", "torch.randn(4, 4)"),
+    "argmax": _model("x.argmax()", "torch.randn(4, 4)"),   # over all dims: a flattened index
     "max_indices": _model("torch.max(x, dim=1).indices", "torch.randn(4, 4)"),
     "int_sum": _model("x.sum(dim=1)", "torch.randint(0, 5, (4, 4))"),
     "constant": _model("x + torch.tensor(2.0)", "torch.randn(4)"),

@@ -20,7 +20,7 @@ from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome, mod
 from semantics import arg_extrema
 from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
-from semantics.proof import Refused
+from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt, negation
 from semantics.properties import compose, divisions, guarded_reads, guarded_sums, padded_tiles, padding, prefix
 from semantics.properties.common import (
@@ -50,6 +50,7 @@ SMALL = (-2, -1, Fraction(1, 2), 1, 2, 3)        # an element with a value of it
 SIGNED = {"negative": -1, "positive": 1}
 SIGNED_RESAMPLES = 4
 UNMATCHED_TIMEOUT_S = 10.0
+WINDOW_QUICK_S = 5.0     # the plain query's share of a padded window's lane before it is proved tap by tap
 UNIT_FIRST = (PROD, *arg_extrema.DECLS)   # comparisons whose differences unit draws show first
 E_INDEX = z3.BitVec("e", 64)   # the element variable of coverage and supersession conditions
 
@@ -230,26 +231,23 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
 
 def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, record,
            result: PropertyResult) -> Outcome:
-    """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`), or, for a window of
-    guarded reads, its proof read by read (`semantics.properties.guarded_reads`). A proved lane's
+    """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`); for a window of
+    guarded reads that one query does not decide within WINDOW_QUICK_S, its proof read by read
+    (`semantics.properties.guarded_reads`), and the full query only if that fails. A proved lane's
     theorem joins `result.theorems`; when a tactic rewrote a side (the claim is not the goal), the rewrites
     are undone by kernel rules (`compose.close`) and the theorem stating the goal joins them, or, where a
     tactic gave no equation for its rewrite, the claim's theorem is kept in `result.rewritten` under the goal
     it stands for (`semantics.verdict.established`)."""
-    # a window of guarded reads is proved read by read first (one query over all of them is far slower)
-    theorem = guarded_reads.prove(values.claim, values.kernel_named, values.reference_named, values.hypothesis,
-                                  checker, timeout_s, ob.name, record)
-    if theorem is not None:
-        outcome = theorem.evidence[0][1]   # the last step's: `mp` lists its implication first
-    else:
-        try:
-            theorem = by_smt(values.claim, checker, timeout_s, ob.name, ob.prop, with_facts=True,
-                             witness=ob.witness)
-        except Refused as refused:
-            record(refused.obligation, refused.outcome)
-            return refused.outcome
-        (checked, outcome), = theorem.evidence
-        record(checked, outcome)
+    window = guarded_reads.applies(values.claim, values.kernel_named, values.reference_named)
+    first = _by_smt(ob, values, checker, min(timeout_s, WINDOW_QUICK_S) if window else timeout_s, record)
+    if window and isinstance(first, Outcome) and first.status != REFUTED:
+        # one query over a padded window's taps is far slower than the taps one by one
+        theorem = guarded_reads.prove(values.claim, values.kernel_named, values.reference_named, values.hypothesis,
+                                      checker, timeout_s, ob.name, record)
+        first = theorem if theorem is not None else _by_smt(ob, values, checker, timeout_s, record)
+    if isinstance(first, Outcome):
+        return first
+    theorem, outcome = first, first.evidence[0][1]   # a read-by-read proof's last step: `mp` lists it first
     result.theorems.append(theorem)
     if theorem.states(values.goal):
         return outcome
@@ -259,6 +257,17 @@ def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, r
     else:
         result.rewritten[values.goal.get_id()] = theorem
     return outcome
+
+
+def _by_smt(ob: Obligation, values: Values, checker: Checker, timeout_s: float, record) -> Theorem | Outcome:
+    """⊢ the lane's claim by `by_smt` under its axiom instances, or the outcome that refused it (recorded)."""
+    try:
+        theorem = by_smt(values.claim, checker, timeout_s, ob.name, ob.prop, with_facts=True, witness=ob.witness)
+    except Refused as refused:
+        record(refused.obligation, refused.outcome)
+        return refused.outcome
+    record(*theorem.evidence[0])
+    return theorem
 
 
 def _unoverwritten(access: Access, lane: int, ob: Obligation, values: Values, scene: Scene,

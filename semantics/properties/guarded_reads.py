@@ -114,6 +114,16 @@ def pairing(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef) -
     return pairs
 
 
+def applies(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef) -> bool:
+    """Whether the lane is a padded window: comprehension-free, as many reads on each side (at least
+    MIN_READS) and some of them guarded. Elementwise lanes (bare reads on both sides) never are."""
+    if reaching(claim, COMPREHENSIONS):
+        return False
+    mine, theirs = _reads(kernel), _reads(reference)
+    return len(mine) >= MIN_READS and len(mine) == len(theirs) and \
+        any(not z3.is_true(taken) for taken, _ in mine + theirs)
+
+
 def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef,
           checker: Checker, timeout_s: float, name: str, record) -> Theorem | None:
     """⊢ claim (the lane's ¬(h ∧ kernel ≠ reference)) through the facts of a pairing of its guarded reads, or

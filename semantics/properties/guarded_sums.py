@@ -14,12 +14,11 @@ reference's Sum. The rewrite is a tactic step: its equation ⊢ h → new = old 
 guards and reads as atoms (then `instantiate`d back), so `compose.close` undoes it by kernel
 rules and the lane still reaches its top goal.
 
-When the kernel side holds no comprehension at all and the reference's Sum runs over a small constant window
-(at most MAX_WINDOW terms, nested windows counted together: a pooling or convolution tap loop), the Sum is
-unrolled instead, by the kernel's
-`unroll` (⊢ h → Sum(lo, hi, f) = f(lo) + … + f(hi - 1)): both sides are then sums of guarded terms the
-solver compares directly, which no index map has to line up first. The window is a constant of the
-reference (the pooling kernel size, the filter width), never a tensor extent.
+When the kernel had such a chain and holds no comprehension at all, and the reference's Sum runs over a small
+constant window (at most MAX_WINDOW terms, nested windows counted together: a pooling or convolution tap
+loop), the Sum is unrolled instead, by the kernel's `unroll` (⊢ h → Sum(lo, hi, f) = f(lo) + … + f(hi - 1)):
+both sides are then sums of guarded terms, compared tap by tap (`guarded_reads`) with no index map to line up.
+The window is a constant of the reference (the pooling kernel size, the filter width), never a tensor extent.
 """
 
 from __future__ import annotations
@@ -86,9 +85,10 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
     reads no comprehension, the reference's small constant-range Sums unrolled; with the steps that undo it."""
     steps = []
     pulled, equation = _pulled(kernel, hypothesis, checker, timeout_s, record)
-    if equation is not None:
-        steps.append(Step(kernel, reference, equation))
-        kernel = pulled
+    if equation is None:   # no conditional accumulation: not a padded window, the matcher's case
+        return kernel, reference, steps
+    steps.append(Step(kernel, reference, equation))
+    kernel = pulled
     if reaching(kernel, COMPREHENSIONS):
         return kernel, reference, steps
     while True:   # outermost first: a 2-D or 3-D window's inner Sums come out of its binder once it is unrolled
