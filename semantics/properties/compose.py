@@ -86,11 +86,17 @@ def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: s
     then `instantiate` of each atom back: a claim that holds whatever values the comprehensions have (the
     arithmetic joining equations about them) holds of them. The obligation then names no binder, which cvc5
     reads; `Refused` when it is not proved or the atoms do not give the claim back."""
-    terms = outside_binders(claim, COMPREHENSIONS)
-    atoms = [(t, z3.Real(f"atom!{n}")) for n, t in enumerate(terms)]
+    return by_atoms(claim, outside_binders(claim, COMPREHENSIONS), checker, timeout_s, name)
+
+
+def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str) -> Theorem:
+    """⊢ claim by `by_smt` of the claim with each of `terms` read as a fresh symbol of its sort, then
+    `instantiate` of each symbol back: what holds whatever values those terms have holds of them. `Refused`
+    when it is not proved or the symbols do not give the claim back."""
+    atoms = [(t, z3.Const(f"atom!{n}", t.sort())) for n, t in enumerate(terms)]
     theorem = by_smt(z3.substitute(claim, *atoms) if atoms else claim, checker, timeout_s, name, "equivalence")
     for term, atom in atoms:
         theorem = instantiate(theorem, atom, term)
     if not theorem.conclusion.eq(claim):
-        raise Refused(f"by_arithmetic: the atoms of {name} do not give the claim back")
+        raise Refused(f"by_atoms: the atoms of {name} do not give the claim back")
     return theorem

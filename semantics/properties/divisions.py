@@ -68,7 +68,6 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
 
 
 SAME_S = 10.0   # at most this long for ⊢ h → (a / d = b / d): z3 sees a = b and never builds the divider
-KINDS = {z3.Z3_OP_BUDIV: "q", z3.Z3_OP_BUDIV_I: "q", z3.Z3_OP_BUREM: "r", z3.Z3_OP_BUREM_I: "r"}
 
 
 def _same_division(division: z3.ExprRef, kernel: z3.ExprRef | None, hypothesis: z3.BoolRef, checker: Checker,
@@ -80,12 +79,10 @@ def _same_division(division: z3.ExprRef, kernel: z3.ExprRef | None, hypothesis: 
     the equation is the step itself, so no Euclidean split is asked (at 64 bits z3 often cannot prove one)."""
     if kernel is None:
         return None
-    d, kind = division.arg(1).as_long(), KINDS.get(division.decl().kind())
-    width = division.size()
-    for t in subterms(kernel):
-        if not (z3.is_app(t) and KINDS.get(t.decl().kind()) == kind and z3.is_bv_value(t.arg(1)) and
-                t.arg(1).as_long() == d and t.size() <= width and not t.eq(division) and
-                not any(z3.is_var(u) for u in subterms(t))):
+    d, width = division.arg(1).as_long(), division.size()
+    for t in by_constant(kernel):
+        if t.arg(1).as_long() != d or is_quotient(t) != is_quotient(division) or t.size() > width or \
+                t.eq(division) or any(z3.is_var(u) for u in subterms(t)):
             continue
         candidate = z3.ZeroExt(width - t.size(), t) if t.size() < width else t
         try:
@@ -114,7 +111,7 @@ def through_quotients(kernel: z3.ExprRef | None, dividend: z3.BitVecRef,
     found = []
     for t in subterms(kernel):
         if z3.is_app(t) and t.decl().kind() in QUOTIENTS and z3.is_bv_value(t.arg(1)) and \
-                divisor % t.arg(1).as_long() == 0 and t.size() <= dividend.size() and \
+                t.arg(1).as_long() > 0 and divisor % t.arg(1).as_long() == 0 and t.size() <= dividend.size() and \
                 not any(z3.is_var(u) for u in subterms(t)):
             grow = dividend.size() - t.size()
             quotient = QUOTIENTS[t.decl().kind()](grow, t) if grow else t

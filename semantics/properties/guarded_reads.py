@@ -23,7 +23,8 @@ from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt, conj, mp
-from semantics.terms import reaching, subterms
+from semantics.properties.atomic_terms import is_read
+from semantics.terms import constants, reaching
 
 MIN_READS = 2      # fewer guarded reads: the plain query is small already
 MODELS = 4         # models of the hypothesis the pairing is read off
@@ -49,7 +50,7 @@ def _reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
 
 
 def _guarded(t: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
-    if _is_read(t):
+    if is_read(t):
         return z3.BoolVal(True), t
     if not (z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t)):
         return None
@@ -62,14 +63,9 @@ def _guarded(t: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
     return None
 
 
-def _is_read(t: z3.ExprRef) -> bool:
-    return z3.is_app(t) and t.num_args() == 1 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and \
-        z3.is_bv(t.arg(0))
-
-
 def _models(hypothesis: z3.BoolRef) -> list[z3.ModelRef]:
     """A few models of the hypothesis, at spread-out values of its bit-vector symbols."""
-    symbols = sorted({str(c): c for c in _constants(hypothesis)}.items())
+    symbols = sorted((str(c), c) for c in constants(hypothesis) if z3.is_bv(c))
     rng, out = random.Random(0), []
     for _ in range(MODELS * 2):
         solver = z3.Solver()
@@ -82,11 +78,6 @@ def _models(hypothesis: z3.BoolRef) -> list[z3.ModelRef]:
         if len(out) == MODELS:
             break
     return out
-
-
-def _constants(term: z3.ExprRef) -> list[z3.BitVecRef]:
-    return [t for t in subterms(term) if z3.is_const(t) and z3.is_bv(t) and
-            t.decl().kind() == z3.Z3_OP_UNINTERPRETED]
 
 
 def _signature(model: z3.ModelRef, taken: z3.BoolRef, read: z3.ExprRef) -> tuple:

@@ -28,9 +28,8 @@ import z3
 from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, SUM
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt, instantiate
 from semantics.proof.sums import unroll
-from semantics.properties.compose import Step
+from semantics.properties.compose import Step, by_atoms
 from semantics.properties.unions import summands
 from semantics.terms import outside_binders, reaching, subterms
 
@@ -131,7 +130,8 @@ def _pulled(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_
         return term, None
     claim = z3.Implies(hypothesis, new == term)
     try:
-        theorem = _by_abstraction(claim, [new, term], checker, timeout_s)
+        theorem = by_atoms(claim, _atoms([new, term]), checker, timeout_s,
+                           "equivalence: a conditional accumulation is a sum of guarded terms")
     except Refused as refused:
         if refused.obligation is not None:
             record(refused.obligation, refused.outcome)
@@ -143,25 +143,17 @@ def _pulled(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_
 ARITHMETIC = (z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_ITE, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_DIV)
 
 
-def _by_abstraction(claim: z3.BoolRef, sides: list[z3.ExprRef], checker: Checker, timeout_s: float) -> Theorem:
-    """⊢ claim by `by_smt` of the claim with each If's condition in `sides` read as a Boolean atom and each
-    real leaf (an input read, a value the arithmetic does not look into) as a real atom, then `instantiate`
-    of every atom back: the rewrite is an identity of + and If whatever the guards and reads are, so the
-    obligation is propositional and linear instead of bit-blasting every guard and index (tens of seconds for
-    a 3-D window's 27 taps)."""
-    atoms: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}
+def _atoms(sides: list[z3.ExprRef]) -> list[z3.ExprRef]:
+    """Each If's condition in `sides` and each real leaf (an input read, a value the arithmetic does not look
+    into): read as atoms, the pull equation is an identity of + and If whatever the guards and reads are, so
+    its obligation is propositional and linear instead of bit-blasting every guard and index (tens of seconds
+    for a 3-D window's 27 taps)."""
+    atoms: dict[int, z3.ExprRef] = {}
     for side in sides:
         for t in subterms(side):
             if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t) and not z3.is_true(t.arg(0)):
-                atoms.setdefault(t.arg(0).get_id(), (t.arg(0), z3.Bool(f"guard!{len(atoms)}")))
+                atoms.setdefault(t.arg(0).get_id(), t.arg(0))
             elif z3.is_real(t) and not z3.is_rational_value(t) and not (z3.is_app(t) and t.decl().kind() in
                                                                         ARITHMETIC):
-                atoms.setdefault(t.get_id(), (t, z3.Real(f"leaf!{len(atoms)}")))
-    pairs = list(atoms.values())
-    theorem = by_smt(z3.substitute(claim, *pairs) if pairs else claim, checker, timeout_s,
-                     "equivalence: a conditional accumulation is a sum of guarded terms", "equivalence")
-    for term, atom in pairs:
-        theorem = instantiate(theorem, atom, term)
-    if not theorem.conclusion.eq(claim):
-        raise Refused("guarded_sums: the atoms do not give the equation back")
-    return theorem
+                atoms.setdefault(t.get_id(), t)
+    return list(atoms.values())
