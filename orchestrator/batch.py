@@ -36,10 +36,11 @@ from tqdm import tqdm
 
 from lean_pool.cache import SOLVER_DISTRIBUTIONS, solver_version
 from orchestrator import version as lark_versions
-from orchestrator.capture_cache import reference_inputs
+from orchestrator.capture_cache import capture_ahead, reference_inputs
 from orchestrator.fingerprint import FileHashes, digest, hash_files
 from orchestrator.frontends import kernel_inputs
 from orchestrator.manifest import IntakeError, load_task
+from orchestrator.prestart import CAPTURE_S
 from orchestrator.report import write_html, write_junit
 from orchestrator.result import Result, error
 from orchestrator.result_store import ResultStore
@@ -199,9 +200,29 @@ def run_batch(manifests: list[Path], state: State, workers: int | None = None, a
         bar.update()
 
     if todo:
+        if not (address or os.environ.get("RAY_ADDRESS")):
+            _capture_ahead(todo, timeout_s, workers or os.cpu_count() or 1, bar)
         _run_on_ray(todo, workers, address, timeout_s, solver_s, on_done, documents, llm)
     bar.close()
     return [outcomes[m] for m in manifests]
+
+
+def _capture_ahead(todo: list[Path], timeout_s: float, workers: int, bar: tqdm) -> None:
+    """On a local fleet (whose actors share this machine's cache directory), capture every reference the
+    batch needs with `workers` warm capture workers first: torch starts once per worker instead of once per
+    task (`capture_cache.capture_ahead`). A manifest that does not load is left to its job to report."""
+    sources = []
+    for manifest in todo:
+        try:
+            task = load_task(manifest)
+        except (IntakeError, OSError):
+            continue
+        if task.reference is not None and not task.safety_only:
+            sources.append(task.reference.source)
+    if sources:
+        bar.set_description("lark batch: capturing references")
+        capture_ahead(sources, min(CAPTURE_S, timeout_s), workers)
+        bar.set_description("lark batch")
 
 
 def answered(manifests: list[Path], keys: Mapping[Path, str], state: State, store: ResultStore,

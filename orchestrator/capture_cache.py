@@ -13,12 +13,14 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from orchestrator.fingerprint import changed_since, digest, python_files, python_tree
 from orchestrator.version import package_version
-from semantics.torch.capture import RefGraph, capture_reference
+from semantics.torch.capture import RefGraph, capture_reference, capture_references
 from semantics.version import source_digest
 
 CAPTURE_FORMAT = "capture-v2"   # 2: keyed by the folder tree and the capture code
@@ -51,9 +53,37 @@ def capture_cached(source: Path, timeout_s: float = 180.0) -> RefGraph:
             entry.unlink(missing_ok=True)
     started_ns = time.time_ns()
     graph = capture_reference(source, timeout_s)
-    if not changed_since(python_files(source), started_ns):
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        tmp = entry.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(graph.to_json())
-        tmp.replace(entry)
+    _store(entry, source, graph, started_ns)
     return graph
+
+
+def capture_ahead(sources: list[Path], timeout_s: float = 180.0, workers: int = 1) -> int:
+    """Fill the cache for the `sources` not in it yet, with `workers` warm capture workers (each imports
+    torch once and forks a child per reference: a fraction of a second each instead of the seconds of a
+    cold capture, so a batch of many tasks pays torch's start `workers` times, not once per task).
+    A reference that fails is left out: its job captures it again and reports the error in its own result.
+    Returns the number of references captured."""
+    entries = {Path(s): cache_root() / f"{digest(reference_inputs(Path(s)))}.json" for s in dict.fromkeys(sources)}
+    todo = [s for s, entry in entries.items() if not entry.exists()]
+    chunks = [todo[i::workers] for i in range(max(min(workers, len(todo)), 1))]
+    started_ns = time.time_ns()
+    with ThreadPoolExecutor(len(chunks)) as pool:
+        captured = list(pool.map(lambda chunk: capture_references(chunk, timeout_s) if chunk else [], chunks))
+    stored = 0
+    for chunk, graphs in zip(chunks, captured, strict=True):
+        for source, graph in zip(chunk, graphs, strict=True):
+            if isinstance(graph, RefGraph):
+                stored += _store(entries[source], source, graph, started_ns)
+    return stored
+
+
+def _store(entry: Path, source: Path, graph: RefGraph, started_ns: int) -> bool:
+    """Write `graph` at `entry` (atomically), unless a file of the reference's tree changed since the
+    capture started (it may then not be the tree the key names)."""
+    if changed_since(python_files(source), started_ns):
+        return False
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(graph.to_json())
+    tmp.replace(entry)
+    return True

@@ -446,3 +446,28 @@ def test_lark_batch_answered_from_the_store_never_reaches_for_ray(tmp_path: Path
     assert ran.returncode == 0, ran.stderr
     assert "verified  cli_warm  (resumed)" in ran.stdout
     assert "1 of 1 tasks answered from stored results" in ran.stderr and "Ray not started" in ran.stderr
+
+
+@needs_nvcc
+def test_a_local_batch_captures_its_references_ahead_so_its_jobs_capture_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch on a local fleet captures every reference first, with warm capture workers (torch starts once
+    per worker, not once per task); its jobs then find each capture in the cache. A reference that fails to
+    capture is not stored: its job captures it again and reports the failure in its own result."""
+    pytest.importorskip("ray")
+    import actors.cluster
+    import actors.fleet
+
+    monkeypatch.setenv("LARK_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(actors.fleet, "Fleet", InProcessFleet)
+    monkeypatch.setattr(actors.cluster, "ray_session", no_cluster)
+    InProcessFleet.verified = []
+    tasks = {"ahead_relu": "torch.relu(x)", "ahead_plus": "torch.relu(x) + 1", "ahead_broken": "undefined(x)"}
+    manifests = [write_task(tmp_path / "lib" / name, act=act) for name, act in tasks.items()]
+    captures = counting_captures(monkeypatch)
+    outcomes = run_batch(manifests, State(tmp_path / "state.jsonl"), workers=2, show_progress=False)
+    assert [o.result.verdict for o in outcomes] == ["verified", "refuted", "error"]
+    assert "undefined" in outcomes[2].result.reason
+    assert captures == ["ahead_broken"]
+    sources = [m.parent / "ref.py" for m in manifests]
+    assert capture_cache.capture_ahead(sources, workers=2) == 0     # two are cached, the third fails again

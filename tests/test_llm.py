@@ -18,9 +18,11 @@ import z3
 
 from lean_pool.cache import DiskLemmaStore
 from orchestrator.job import run_verify
-from orchestrator.llm.chat import LLMConfig
+from orchestrator.llm.agent import Agent, Context
+from orchestrator.llm.chat import LLMConfig, OpenAIChat, Usage
 from orchestrator.llm.plug import LLMProvers
 from orchestrator.llm.proposal import ProposalError, parse_answer, parse_term
+from orchestrator.search import Goal
 from tests.llm_answers import EXAMPLE_ANSWERS, UNUSED
 from tests.llm_server import Scripted, ScriptedServer, answer, prompt_of
 
@@ -83,6 +85,20 @@ def test_helpful_answer_verifies_and_a_second_run_asks_nothing(tmp_path):
         assert second.stats["llm_calls"] == 0 and len(server.requests) == 1
     checked = lark("check", str(tmp_path / "cert.json"))
     assert checked.returncode == 0, checked.stderr
+
+
+def test_each_goal_has_its_own_call_budget_even_when_a_later_goal_reuses_an_earlier_ones_id():
+    """The agent's per-goal state is keyed by the goal: a goal that comes after another one died (and may
+    sit at its address, so have its id) still gets `per_goal` calls of its own."""
+    e, t = z3.BitVec("e", 64), z3.BitVec("tid.x", 32)
+    with ScriptedServer(always(answer("thread e stores e", tid_x="e"))) as server:
+        config = LLMConfig(server.base_url, "test-key", "scripted", per_goal=1)
+        agent = Agent(OpenAIChat(config), Usage(config), Context())
+        for n in range(3):
+            goal = Goal("inverse", f"coverage:y:{n}", (z3.ZeroExt(32, t), [t], e), lambda hint: [])
+            assert len(agent.propose(goal)) == 1, f"goal {n} made no call"
+            del goal
+        assert len(server.requests) == 3
 
 
 def test_malformed_answers_leave_the_goal_open(tmp_path):

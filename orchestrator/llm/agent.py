@@ -59,30 +59,32 @@ class Agent:
         self.chat = chat
         self.usage = usage
         self.context = context
-        self.answers: dict[int, str] = {}            # id(hint) -> the answer's text (the learning loop stores it)
-        self._talks: dict[int, list[dict]] = {}      # id(goal) -> its conversation
-        self._calls: dict[int, int] = {}             # id(goal) -> calls made for it
+        # Keyed by id(), each entry holding its goal or hint: a key object kept alive cannot have its id
+        # reused by a later goal (which would inherit a spent per-goal budget or another goal's conversation).
+        self._answers: dict[int, tuple[object, str]] = {}          # id(hint) -> (hint, the answer's text)
+        self._talks: dict[int, tuple[Goal, list[dict]]] = {}       # id(goal) -> (goal, its conversation)
+        self._calls: dict[int, int] = {}                           # id(goal) -> calls made for it
 
     def propose(self, goal: Goal) -> list[object]:
         if goal.kind not in KINDS:
             return []
         with Z3_LOCK:
             prompt = self._prompt(goal)
-        self._talks[id(goal)] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
+        self._talks[id(goal)] = (goal, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}])
         return self._ask(goal)
 
     def refine(self, goal: Goal, hint: object, counterexample: Counterexample) -> list[object]:
-        talk = self._talks.get(id(goal))
-        if talk is None:
+        if id(goal) not in self._talks:
             return []
-        talk.append({"role": "user", "content": f"Rejected: the obligation `{counterexample.obligation}` has the "
-                                                f"counterexample {counterexample.values}. Propose a corrected hint."})
+        self._talks[id(goal)][1].append({"role": "user", "content": f"Rejected: the obligation "
+                                         f"`{counterexample.obligation}` has the counterexample "
+                                         f"{counterexample.values}. Propose a corrected hint."})
         return self._ask(goal)
 
     def _ask(self, goal: Goal) -> list[object]:
         """Call until a well-formed proposal comes back (the parse error is fed back), or the goal's or the
         job's budget is spent. A proposal is a list of one hint."""
-        talk = self._talks[id(goal)]
+        talk = self._talks[id(goal)][1]
         while self._calls.get(id(goal), 0) < self.usage.config.per_goal:
             self._calls[id(goal)] = self._calls.get(id(goal), 0) + 1
             try:
@@ -99,9 +101,14 @@ class Agent:
             except ProposalError as exc:
                 talk.append({"role": "user", "content": f"Malformed: {exc}. Answer again."})
                 continue
-            self.answers[id(hint)] = reply.text
+            self._answers[id(hint)] = (hint, reply.text)
             return [hint]
         return []
+
+    def answer_of(self, hint: object) -> str | None:
+        """The text of the answer that proposed `hint` (the learning loop stores it), None for another's."""
+        entry = self._answers.get(id(hint))
+        return entry[1] if entry is not None and entry[0] is hint else None
 
     def _prompt(self, goal: Goal) -> str:
         kind = KINDS[goal.kind]

@@ -53,7 +53,7 @@ class Learned:
         return []
 
     def learn(self, goal: Goal, closed: Closed, agent: Agent) -> None:
-        text = agent.answers.get(id(closed.hint)) if closed.strategy == agent.name else None
+        text = agent.answer_of(closed.hint) if closed.strategy == agent.name else None
         if text is not None:
             with Z3_LOCK:
                 key = canonical_key(goal.kind, goal.key, goal.args)
