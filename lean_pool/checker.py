@@ -18,7 +18,7 @@ from typing import Protocol
 
 import z3
 
-from lean_pool.cancel import stoppable
+from lean_pool.cancel import cancelled, stoppable
 from semantics.terms import constants
 
 PROVED, REFUTED, UNKNOWN = "proved", "refuted", "unknown"
@@ -112,6 +112,20 @@ def model_value(value: z3.ExprRef) -> object:
     return str(value)
 
 
+INTERRUPT_EVERY_S = 0.05
+
+
+def _interrupt_until(done: threading.Event, ctx: z3.Context) -> None:
+    """Interrupt `ctx` now and every INTERRUPT_EVERY_S until `done` (on a thread of its own): an interrupt that
+    lands before z3 has entered its check is not remembered by z3, and the query would then run to its
+    timeout or work limit."""
+    def repeat() -> None:
+        ctx.interrupt()
+        while not done.wait(INTERRUPT_EVERY_S):
+            ctx.interrupt()
+    threading.Thread(target=repeat, name="lark-z3-interrupt", daemon=True).start()
+
+
 class Z3Checker:
     """Z3 in-process with a fresh context and solver per obligation, a fixed seed and a work limit (STYLE 9).
 
@@ -138,8 +152,12 @@ class Z3Checker:
         solver.set("rlimit", self.rlimit)
         solver.set("random_seed", self.seed)
         solver.add(formula)
-        with stoppable(ctx.interrupt):
-            result = solver.check()
+        done = threading.Event()
+        try:
+            with stoppable(lambda: _interrupt_until(done, ctx)):
+                result = solver.check()
+        finally:
+            done.set()
         seconds = time.monotonic() - start
         if result == z3.unsat:
             return Outcome(PROVED, self.name, seconds)
@@ -149,4 +167,5 @@ class Z3Checker:
             with Z3_LOCK:
                 main = m.translate(z3.main_ctx())
             return Outcome(REFUTED, self.name, seconds, values, z3_model=main)
-        return Outcome(UNKNOWN, self.name, seconds, reason=f"z3: {solver.reason_unknown()}")
+        reason = "cancelled" if cancelled() else f"z3: {solver.reason_unknown()}"
+        return Outcome(UNKNOWN, self.name, seconds, reason=reason)

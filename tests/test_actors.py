@@ -26,6 +26,7 @@ ray = pytest.importorskip("ray")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from actors.fleet import Fleet  # noqa: E402
+from tests.ray_clusters import start_cluster  # noqa: E402
 from tests.tiny_tasks import expected, write_task  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,12 +125,9 @@ def test_ray_is_imported_only_in_actors():
 
 def test_on_a_two_node_cluster(tmp_path, monkeypatch):
     monkeypatch.setenv("LARK_CACHE_DIR", str(tmp_path / "cache"))   # inherited by the nodes started below
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    cluster = start_cluster(head_cpus=0, nodes=[2, 2])
     try:
-        for _ in range(2):
-            cluster.add_node(num_cpus=2)
         ray.init(address=cluster.address, log_to_driver=False)
-        cluster.wait_for_nodes()
 
         fleet = Fleet(verifiers=2)
         cancel_ends_a_running_task_unknown(fleet, tmp_path)

@@ -4,11 +4,13 @@ context, where replay evaluates the obligation's own terms; several threads can 
 
 from __future__ import annotations
 
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
 import z3
 
-from lean_pool.checker import PROVED, REFUTED, Obligation, Z3Checker
+from lean_pool.cancel import CURRENT, CancelToken
+from lean_pool.checker import PROVED, REFUTED, UNKNOWN, Obligation, Z3Checker
 
 
 def underdetermined() -> Obligation:
@@ -53,3 +55,27 @@ def test_threads_solve_at_once_with_the_answers_of_one_thread():
         together = list(pool.map(lambda ob: Z3Checker().check(ob, 30), obligations))
     assert [o.status for o in together] == [o.status for o in alone] == [REFUTED] * 4 + [PROVED] * 4
     assert [o.model for o in together] == [o.model for o in alone]
+
+
+def semiprime() -> Obligation:
+    """Hard for z3 (a 150-bit semiprime through a bit-blasted multiplier): runs until stopped."""
+    p, q = 2**61 - 1, 2**89 - 1
+    a, b = z3.BitVec("a", 160), z3.BitVec("b", 160)
+    return Obligation("factor", "test", z3.And(a * b == p * q, z3.UGT(a, 1), z3.UGT(b, 1),
+                                               z3.ULT(a, 2**62), z3.ULT(b, 2**90)))
+
+
+def test_a_query_cancelled_before_z3_started_it_stops_and_says_cancelled():
+    """z3 forgets an interrupt that comes before its check begins; the checker interrupts until the check
+    returns, so a token cancelled before the query (a search's loser, cancelled while it was being
+    translated) still stops it instead of letting it run to its work limit (`z3: canceled`) or timeout."""
+    token = CancelToken()
+    token.cancel()
+    with ThreadPoolExecutor(1) as pool:
+        outcome = pool.submit(contextvars.copy_context().run, _checked_under, token).result()
+    assert outcome.status == UNKNOWN and outcome.reason == "cancelled"
+
+
+def _checked_under(token: CancelToken):
+    CURRENT.set(token)
+    return Z3Checker().check(semiprime(), 600)

@@ -290,16 +290,13 @@ def test_with_a_cluster_the_jobs_obligations_fan_out_to_its_checker_actors(tmp_p
     """`lark serve --address`: on a two-node `ray.cluster_utils.Cluster`, a submitted job still streams its
     stages and verdict from the server, and its obligations are solved by the cluster's checker actors."""
     ray = pytest.importorskip("ray")
-    from ray.cluster_utils import Cluster
-
     from actors.service import checker_stats
+    from tests.ray_clusters import start_cluster
 
     monkeypatch.setenv("LARK_CACHE_DIR", str(tmp_path / "cache"))   # no lemma of an earlier test answers
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False})
+    cluster = start_cluster(head_cpus=1, nodes=[1])
     running = None
     try:
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
         running = serve("127.0.0.1", 0, workers=1, db=tmp_path / "jobs.db", address=cluster.address, checkers=2)
         with grpc.insecure_channel(f"127.0.0.1:{running.port}") as channel:
             task = copy_task(tmp_path, "relu_64x64", f"relu_{uuid.uuid4().hex[:8]}")
