@@ -4,8 +4,10 @@ torch raises on an index outside its dim, so the reference has no value there; a
 operand at such an index anyway would be a value torch never computes, and comparing a kernel with it could
 refute a correct kernel. So an index here must be a task input's element whose stated value range
 (`[tensors] idx = { range = [lo, hi] }`, `semantics/preconditions.py`) lies inside the dim: then every
-index the precondition admits is valid, and the term is torch's value for every admitted input. Any other
-index tensor (computed, or without a range that fits) is unsupported, naming what to state.
+index the precondition admits is valid, and the term is torch's value for every admitted input. An index
+built from such reads and constants by conditionals (nll_loss's `where(target != ignore_index, target, 0)`)
+is valid when every value it can take is (`semantics.torch.ranges.interval`). Any other index tensor
+(computed, or without a range that fits) is unsupported, naming what to state.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 import z3
 
 from semantics.torch.lazy import Lazy, Unsupported
+from semantics.torch.ranges import interval
 
 if TYPE_CHECKING:
     from semantics.torch.ops import Call
@@ -22,10 +25,8 @@ if TYPE_CHECKING:
 
 def _index(c: Call, term: z3.ExprRef, size: int, what: str) -> z3.BitVecRef:
     """A gathered index as a 64-bit index term, once its precondition is seen to keep it in [0, size)."""
-    read = term.arg(0) if z3.is_app(term) and term.decl().kind() == z3.Z3_OP_SIGN_EXT else term
-    name = read.decl().name() if z3.is_app(read) and read.num_args() == 1 else None
-    lo, hi = c.ranges.get(name, (None, None)) if name is not None else (None, None)
-    if lo is None or not 0 <= lo <= hi < size:
+    bounds = interval(c.ranges, term)
+    if bounds is None or not 0 <= bounds[0] <= bounds[1] < size:
         raise Unsupported(f"{c.target}: the {what} must be a kernel input with a value range inside [0, {size - 1}] "
                           f"(`[tensors] NAME = {{ range = [0, {size - 1}] }}`: torch raises on any other index)")
     return z3.SignExt(64 - term.size(), term) if term.size() < 64 else term

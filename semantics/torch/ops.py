@@ -27,7 +27,7 @@ from typing import Any
 import z3
 
 from semantics.axioms import ideal, meaning
-from semantics.torch import lazy
+from semantics.torch import lazy, ranges
 from semantics.torch.arg_reductions import ARG_OPS
 from semantics.torch.gathers import GATHER_OPS
 from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS, RefGraph, ScalarSpec, round_float
@@ -161,7 +161,8 @@ def _with_alpha(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef], reverse: boo
 def _compare(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef]) -> Op:
     """A comparison, made in the dtype torch's type promotion picks for its operands. A float tensor
     against an infinite constant (logsumexp's `abs(max) == inf`) has a constant answer: every element is
-    a (finite) real, so it compares with +inf as 0 with 1, and with -inf as 1 with 0."""
+    a (finite) real, so it compares with +inf as 0 with 1, and with -inf as 1 with 0. An integer comparison
+    that the inputs' stated value ranges decide is that constant (`semantics.torch.ranges.settled`)."""
     def op(c: Call) -> Lazy:
         compute = _result_dtype([c.args["self"], c.args["other"]])
         a, b = c.args["self"], c.args["other"]
@@ -172,8 +173,8 @@ def _compare(fn: Callable[[z3.ExprRef, z3.ExprRef], z3.ExprRef]) -> Op:
             finite_rank, inf_rank = (low, high) if inf > 0 else (high, low)
             pair = (inf_rank, finite_rank) if infinite[0] else (finite_rank, inf_rank)
             return lazy.constant(z3.simplify(fn(*pair)), c.shape, "bool")
-        return lazy.elementwise(fn, [c.operand("self", compute), c.operand("other", compute)], c.shape,
-                                "bool", compute)
+        return lazy.elementwise(lambda x, y: ranges.settled(c.ranges, fn(x, y)),
+                                [c.operand("self", compute), c.operand("other", compute)], c.shape, "bool", compute)
     return op
 
 

@@ -15,7 +15,8 @@ variable. Conventions the kernel side relies on:
 * softmax = exp(x - m) / Σ_j exp(x_j - m) and log_softmax = (x - m) - log Σ_j exp(x_j - m), m the row max.
 * cumsum: element i is Σ_{0 ≤ j < i+1} x_j; cumprod: element i is Π_{0 ≤ j < i+1} x_j (a `Prod`).
 * Results are float (exact reals): a reduction with an integer or bool result is unsupported (the sums
-  are over reals); bool and integer operands converted to a float result are fine.
+  are over reals), except an integer sum of one constant summand (count · v); bool and integer operands
+  converted to a float result are fine.
 
 Bound variables are 64-bit constants named after the graph node and their role (`sum_1!r1`: node sum_1,
 reduced dim 1), so the terms are identical in every run (obligation texts are hashed into certificates)
@@ -35,7 +36,7 @@ import z3
 from semantics.axioms import ideal
 from semantics.comprehension import max_over, min_over, prod_over, sum_over
 from semantics.torch import lazy
-from semantics.torch.graph import FLOAT_DTYPES
+from semantics.torch.graph import FLOAT_DTYPES, INT_WIDTHS
 from semantics.torch.lazy import Index, Lazy, Missing, Unsupported, bv
 
 if TYPE_CHECKING:
@@ -185,9 +186,27 @@ def _stat(shape: Sequence[int], dtype: str, fn: Callable[[Index], z3.ExprRef]) -
 # ---- sum, mean, max, min, var, std, norms, any/all ---------------------------------------------------
 
 def _sum(c: Call) -> Lazy:
+    if c.dtype in INT_WIDTHS:
+        return _constant_sum(c)
     x = float_operand(c)
     along = Along.of(c.target, x.shape, c.args.get("dim"), c.args.get("keepdim", False))
     return _stat(along.out_shape, c.dtype, lambda idx: along.total(c, "r", x, idx))
+
+
+def _constant_sum(c: Call) -> Lazy:
+    """An integer sum whose summand has one value v at every element for every admitted input (nll_loss's
+    count of counted targets, each test settled by the targets' stated range: `semantics.torch.ranges`):
+    count · v, wrapped to the result's width as torch's integer sum wraps. Any other integer sum is
+    unsupported (sums are comprehensions over reals)."""
+    t = c.tensor("self")
+    along = Along.of(c.target, t.shape, c.args.get("dim"), c.args.get("keepdim", False))
+    probe = tuple(z3.BitVec(f"{c.node}!probe{k}", 64) for k in range(len(t.shape)))
+    element = z3.simplify(lazy.converter(t.dtype, c.dtype)(t.at(probe)))
+    if not z3.is_bv_value(element):
+        raise Unsupported(f"{c.target} with result dtype {c.dtype} of a summand that varies (integer sums are "
+                          f"modelled only where each summand is one constant)")
+    total = z3.BitVecVal(element.as_long() * along.count, INT_WIDTHS[c.dtype])
+    return lazy.constant(total, along.out_shape, c.dtype)
 
 
 def _mean(c: Call) -> Lazy:
