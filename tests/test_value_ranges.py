@@ -20,7 +20,7 @@ from tests.test_torch_ops import _model, _sort
 
 T = z3.Function("t", z3.BitVecSort(64), z3.BitVecSort(64))
 U = z3.Function("u", z3.BitVecSort(64), z3.BitVecSort(64))
-I = z3.BitVec("i", 64)
+IDX = z3.BitVec("i", 64)
 RANGES = {"t": (0, 9)}
 
 
@@ -29,17 +29,17 @@ def _k(v: int) -> z3.BitVecRef:
 
 
 @pytest.mark.parametrize("comparison, answer", [
-    (T(I) != _k(-100), True),           # nll_loss's ignore_index test
-    (T(I) == _k(-100), False),
-    (T(I) < _k(10), True),
-    (T(I) >= _k(10), False),
-    (T(I) > _k(-1), True),
-    (T(I) <= _k(-1), False),
-    (T(I) < _k(5), None),               # depends on the element
-    (T(I) == _k(3), None),
-    (U(I) != _k(-100), None),           # u has no stated range
-    (z3.If(T(I) > _k(4), T(I), _k(0)) != _k(-100), True),   # the If's value is one of its branches'
-    (z3.If(T(I) > _k(4), T(I), _k(-100)) != _k(-100), None),
+    (T(IDX) != _k(-100), True),           # nll_loss's ignore_index test
+    (T(IDX) == _k(-100), False),
+    (T(IDX) < _k(10), True),
+    (T(IDX) >= _k(10), False),
+    (T(IDX) > _k(-1), True),
+    (T(IDX) <= _k(-1), False),
+    (T(IDX) < _k(5), None),               # depends on the element
+    (T(IDX) == _k(3), None),
+    (U(IDX) != _k(-100), None),           # u has no stated range
+    (z3.If(T(IDX) > _k(4), T(IDX), _k(0)) != _k(-100), True),   # the If's value is one of its branches'
+    (z3.If(T(IDX) > _k(4), T(IDX), _k(-100)) != _k(-100), None),
 ])
 def test_a_comparison_is_settled_only_where_the_ranges_decide_it(comparison, answer) -> None:
     got = settled(RANGES, comparison)
@@ -50,15 +50,15 @@ def test_a_comparison_is_settled_only_where_the_ranges_decide_it(comparison, ans
 
 
 def test_an_interval_is_the_hull_of_constants_ranged_reads_and_ifs() -> None:
-    assert interval(RANGES, z3.If(T(I) != _k(-100), T(I), _k(0))) == (0, 9)
-    assert interval(RANGES, z3.If(T(I) > _k(3), _k(-4), T(I))) == (-4, 9)
-    assert interval(RANGES, z3.SignExt(32, z3.Extract(31, 0, T(I)))) is None     # an extraction: unbounded
-    assert interval(RANGES, T(I) + 1) is None
-    assert interval(RANGES, U(I)) is None
+    assert interval(RANGES, z3.If(T(IDX) != _k(-100), T(IDX), _k(0))) == (0, 9)
+    assert interval(RANGES, z3.If(T(IDX) > _k(3), _k(-4), T(IDX))) == (-4, 9)
+    assert interval(RANGES, z3.SignExt(32, z3.Extract(31, 0, T(IDX)))) is None     # an extraction: unbounded
+    assert interval(RANGES, T(IDX) + 1) is None
+    assert interval(RANGES, U(IDX)) is None
 
 
 def test_nothing_is_settled_without_a_precondition() -> None:
-    c = T(I) != _k(-100)
+    c = T(IDX) != _k(-100)
     assert settled({}, c).eq(c)
 
 

@@ -7,17 +7,23 @@ m = (idx_s - idx_t(0)) / s. The matcher proves or rejects the proposal.
 A term that reads the same buffer more than once (x[c] · x[c + n/2]) offers one proposal per pairing of a
 target read with a source read, and only some pairings are right: `candidates` lists them all, in a fixed
 order, for the search to try (orchestrator/search.py); `propose` is the first, for callers without one.
+
+Where no read's index moves by a constant stride (a transposed convolution's box (icg, k) flattened to m:
+its input and weight reads decode m by m / K and m % K), φ is read off two examples instead: at one
+assignment of the thread's symbols, the m whose reads are the source's at j = 0 and at j = 1, each unique,
+give φ(j) = m₀ + (m₁ - m₀)·j (`_by_example`, the last candidate).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 import z3
 
 from orchestrator.provers.bounds import _constant_step
 from semantics.ptx.machine import simplify
-from semantics.terms import mentions, subterms
+from semantics.terms import constants, mentions, subterms
 
 
 def _applications(term: z3.ExprRef) -> list[z3.ExprRef]:
@@ -38,7 +44,8 @@ def candidates(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, ta
                target_var: z3.BitVecRef) -> list[z3.BitVecRef]:
     """The pairings' terms for target_var, first pairing first, without repeats."""
     found: list[z3.BitVecRef] = []
-    for term in _pairings(source, target, target_var):
+    for term in itertools.chain(_pairings(source, target, target_var),
+                                _by_example(source, source_var, target, target_var)):
         if not any(z3.eq(term, t) for t in found):
             found.append(term)
             if len(found) == MAX_CANDIDATES:
@@ -61,3 +68,46 @@ def _pairings(source: z3.ExprRef, target: z3.ExprRef, target_var: z3.BitVecRef) 
             if read.decl() == app.decl():
                 delta = read.arg(0) - base
                 yield simplify(delta if stride == 1 else z3.UDiv(delta, stride))
+
+
+EXAMPLE_MS = 2000      # one example's query
+EXAMPLE_AT = 3         # the value each of the thread's symbols takes in the examples (0 is too often an edge)
+
+
+def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.ExprRef,
+                target_var: z3.BitVecRef) -> Iterator[z3.BitVecRef]:
+    """φ(j) = m₀ + (m₁ - m₀)·j where m_j is the only m < 2³² at which every read of the target names the element
+    its buffer's read in the source names at j (each buffer read once on each side), the other symbols fixed."""
+    mine, theirs = _applications(source), _applications(target)
+    decls = [t.decl() for t in mine]
+    if not theirs or len(set(map(str, decls))) != len(decls) or len(theirs) != len(mine) or \
+            {str(t.decl()) for t in theirs} != set(map(str, decls)):
+        return
+    by_decl = {str(t.decl()): t for t in theirs}
+    same = [by_decl[str(t.decl())].arg(0) == t.arg(0) for t in mine]
+    fixed = [c == z3.BitVecVal(EXAMPLE_AT, c.size()) for c in constants(z3.And(*same))
+             if z3.is_bv(c) and not c.eq(target_var) and (source_var is None or not c.eq(source_var))]
+    ms = []
+    for j in (0, 1) if source_var is not None else (0,):
+        at = [] if source_var is None else [source_var == j]
+        m = _unique(z3.And(*same, *fixed, *at, z3.ULT(target_var, 1 << 32)), target_var)
+        if m is None:
+            return
+        ms.append(m)
+    if source_var is None:
+        yield z3.BitVecVal(ms[0], target_var.size())
+    else:
+        yield simplify(ms[0] + (ms[1] - ms[0]) * z3.ZeroExt(target_var.size() - source_var.size(), source_var)
+                       if source_var.size() < target_var.size() else ms[0] + (ms[1] - ms[0]) * source_var)
+
+
+def _unique(formula: z3.BoolRef, var: z3.BitVecRef) -> int | None:
+    """The one value of `var` in models of `formula`, or None (none, several, or no answer in EXAMPLE_MS)."""
+    solver = z3.Solver()
+    solver.set("timeout", EXAMPLE_MS)
+    solver.add(formula)
+    if solver.check() != z3.sat:
+        return None
+    value = solver.model().eval(var, model_completion=True)
+    solver.add(var != value)
+    return value.as_long() if solver.check() == z3.unsat else None

@@ -1,0 +1,47 @@
+"""The reindexer's candidates (orchestrator/provers/reindex.py, untrusted): φ read off examples where no
+read's index moves by a constant stride, as in a transposed convolution's box (icg, k) flattened to m."""
+
+from __future__ import annotations
+
+import z3
+
+from orchestrator.provers import reindex
+
+X = z3.Function("x", z3.BitVecSort(64), z3.RealSort())
+W = z3.Function("w", z3.BitVecSort(64), z3.RealSort())
+M, J = z3.BitVec("m", 64), z3.BitVec("j", 64)
+T = z3.BitVec("tid.x", 32)
+POS = z3.ZeroExt(32, T)   # the thread's output position
+
+
+def _target() -> z3.ExprRef:
+    """The reference's term at m: icg = m / 3, k = m % 3 (x at channel icg, position o - k; w at (icg, k))."""
+    icg, k = z3.UDiv(M, 3), z3.URem(M, 3)
+    return X(icg * 1000 + POS - k) * W(icg * 384 + k)
+
+
+def _lane(t: int) -> z3.ExprRef:
+    """Lane t of a loop unrolled by 4 channels x 3 taps: channel 4j + t / 3, tap t % 3."""
+    icg, k = 4 * J + t // 3, t % 3
+    return X(icg * 1000 + POS - k) * W(icg * 384 + k)
+
+
+def _same(a: z3.BitVecRef, b: z3.BitVecRef) -> bool:
+    solver = z3.Solver()
+    solver.add(z3.ULT(J, 32), a != b)
+    return solver.check() == z3.unsat
+
+
+def test_each_lane_gets_its_progression_from_examples() -> None:
+    for t in range(12):
+        found = reindex.candidates("k", _lane(t), J, _target(), M)
+        assert any(_same(c, 12 * J + t) for c in found), (t, found)
+
+
+def test_no_stride_pairing_finds_it() -> None:
+    assert not any(_same(c, 12 * J + 5) for c in reindex._pairings(_lane(5), _target(), M))
+
+
+def test_no_example_candidate_when_the_reads_do_not_pin_m() -> None:
+    target = X(z3.UDiv(M, 3) * 1000 + POS)          # k is not read: three m name the same element
+    assert list(reindex._by_example(X(4 * J * 1000 + POS), J, target, M)) == []
