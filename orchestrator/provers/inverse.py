@@ -4,8 +4,8 @@ Untrusted: whatever it proposes is substituted into a coverage obligation that t
 rejects. It reads the store's element index as an affine combination of thread coordinates and loop
 iterations with constant coefficients, and decodes e in mixed radix, largest coefficient first:
 `4800·bx + 300·tx + 16·by + ty = e` gives bx = e / 4800, tx = (e % 4800) / 300, and so on. Variables the
-index does not mention are proposed as 0. A loop counter of negative coefficient, below all others (a row walked backwards, `_walked_backwards`), is
-decoded last from the column: k = (const - column) / a.
+index does not mention are proposed as 0. A loop counter of negative coefficient, below all others (a row
+walked backwards, `_walked_backwards`), is decoded last from the column: k = (const - column) / a.
 
 The index's constant c is subtracted from e first, except when it is below every coefficient (the lanes of
 an unrolled or vector store, `4·j + 1048544·bx + 32767·tx + 2`): the floors then absorb it, and every lane
