@@ -43,7 +43,9 @@ def _is_neutral(term: z3.ExprRef, comprehension: z3.ExprRef) -> bool:
 
 
 def _is_prefix(term: z3.ExprRef) -> bool:
-    return z3.is_app(term) and any(term.decl().eq(d) for d in (SUM, PROD))
+    """A Sum or Prod whose range moves (a fixed range, a triangular mask's row of a matmul, is never empty)."""
+    return z3.is_app(term) and any(term.decl().eq(d) for d in (SUM, PROD)) and \
+        not all(z3.is_bv_value(z3.simplify(bound)) for bound in term.children()[:2])
 
 
 def guarded(term: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
