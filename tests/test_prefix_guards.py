@@ -137,3 +137,9 @@ def test_a_falling_counter_above_another_coefficient_proposes_nothing():
     index = z3.ZeroExt(32, TX) + 1000 - 64 * K
     assert propose("t", index, [TX, K], E) is None
     assert propose("t", z3.ZeroExt(32, TX) * 32768 - 4 * K - 5 * z3.ZeroExt(32, BX), [BX, TX, K], E) is None
+
+
+def test_a_falling_thread_coordinate_is_left_to_an_agent():
+    """256·b + 255 - t (examples/llm_mirrored_store): the heuristic proposes no writer; only loop counters fall."""
+    index = 256 * z3.ZeroExt(32, BX) + 255 - z3.ZeroExt(32, TX)
+    assert propose("t", index, [BX, TX], E) is None

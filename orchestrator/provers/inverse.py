@@ -25,6 +25,9 @@ from semantics.ptx.machine import simplify
 from semantics.terms import subterms
 
 Linear = tuple[dict[str, tuple[z3.ExprRef, int]], int]
+# A falling thread coordinate (a block's threads storing in reverse order, examples/llm_mirrored_store) is left
+# to an agent; only a loop counter may fall (a row walked backwards, `_walked_backwards`).
+THREAD_COORDINATES = frozenset(f"{kind}.{axis}" for kind in ("ctaid", "tid") for axis in "xyz")
 
 
 def _signed(value: int, width: int) -> int:
@@ -213,8 +216,9 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
         return None
     falling = [(name, (t, -c)) for name, (t, c) in atoms.items() if c < 0]
     if falling:
+        counter = len(falling) == 1 and ">>" not in falling[0][0] and falling[0][0] not in THREAD_COORDINATES
         return _walked_backwards(atoms, const, falling[0], by_name={str(v): v for v in variables}, e=e) \
-            if len(falling) == 1 and ">>" not in falling[0][0] else None
+            if counter else None
     if any(c == 0 for _, c in atoms.values()):
         return None
     digits = sorted(atoms.items(), key=lambda item: -item[1][1])
