@@ -41,6 +41,15 @@ def test_a_guard_that_holds_only_on_the_empty_prefix_is_dropped_by_a_kernel_equa
     assert theorem.hypotheses == ()
 
 
+def test_an_exclusive_cumprod_guard_on_its_empty_product_is_dropped_too():
+    """cat((ones, cumprod(x[:, :-1]))): If(c < 1, 1, Π_{m<c} x), the empty Prod being 1."""
+    prod = prod_over(0, C - 1 + 1, M, X(ROW * 32768 + M))
+    term = z3.If(z3.ULT(C, 1), z3.RealVal(1), prod)
+    assert equation(term, HYP, CHECK, T).states(z3.Implies(HYP, prod == term))
+    with pytest.raises(Refused):   # 0 is no empty product
+        equation(z3.If(z3.ULT(C, 1), z3.RealVal(0), prod), HYP, CHECK, T)
+
+
 def test_a_guard_that_also_holds_on_a_nonempty_prefix_is_refused():
     """If(c < 8, 0, Σ_{m<c}) is 0 at c = 4, where the prefix has 4 elements: not the prefix."""
     with pytest.raises(Refused):
