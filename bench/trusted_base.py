@@ -37,6 +37,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/compose.py", TACTIC, "undoing a lane's rewrites by kernel rules (closing it to its goal)"),
     ("semantics/properties/matched_sums.py", TACTIC, "the matcher's Sum pairs restated by reindex_lanes"),
     ("semantics/properties/prefix_proofs.py", TACTIC, "the prefix split and peel restated by kernel rules"),
+    ("semantics/properties/prefix_guards.py", TACTIC, "an exclusive scan's guard on its empty prefix removed"),
     ("semantics/properties/shared_values.py", TACTIC, "the shared-value resolver (last writer)"),
     ("semantics/properties/loop_shared.py", TACTIC, "the shared-value resolver inside loops"),
     ("semantics/properties/superseded.py", TACTIC, "finding stores overwritten later"),

@@ -2,9 +2,10 @@
 
 Untrusted: whatever it proposes is substituted into a coverage obligation that the checker proves or
 rejects. It reads the store's element index as an affine combination of thread coordinates and loop
-iterations with positive constant coefficients, and decodes e in mixed radix, largest coefficient first:
+iterations with constant coefficients, and decodes e in mixed radix, largest coefficient first:
 `4800·bx + 300·tx + 16·by + ty = e` gives bx = e / 4800, tx = (e % 4800) / 300, and so on. Variables the
-index does not mention are proposed as 0.
+index does not mention are proposed as 0. A loop counter of negative coefficient, below all others (a row
+walked backwards, `_walked_backwards`), is decoded last from the column: k = (const - column) / a.
 
 The index's constant c is subtracted from e first, except when it is below every coefficient (the lanes of
 an unrolled or vector store, `4·j + 1048544·bx + 32767·tx + 2`): the floors then absorb it, and every lane
@@ -24,6 +25,9 @@ from semantics.ptx.machine import simplify
 from semantics.terms import subterms
 
 Linear = tuple[dict[str, tuple[z3.ExprRef, int]], int]
+# A falling thread coordinate (a block's threads storing in reverse order, examples/llm_mirrored_store) is left
+# to an agent; only a loop counter may fall (a row walked backwards, `_walked_backwards`).
+THREAD_COORDINATES = frozenset(f"{kind}.{axis}" for kind in ("ctaid", "tid") for axis in "xyz")
 
 
 def _signed(value: int, width: int) -> int:
@@ -208,7 +212,14 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     # A variable's high bits next to the variable itself (Triton ORs `tid >> 10` into the block index): guess
     # those bits are zero, as they are for ids inside the block; the checker tests the guess.
     atoms = {name: a for name, a in atoms.items() if ">>" not in name or name.split(">>")[0] not in atoms}
-    if any(name.split(">>")[0] not in names or c <= 0 for name, (_, c) in atoms.items()):
+    if any(name.split(">>")[0] not in names for name in atoms):
+        return None
+    falling = [(name, (t, -c)) for name, (t, c) in atoms.items() if c < 0]
+    if falling:
+        counter = len(falling) == 1 and ">>" not in falling[0][0] and falling[0][0] not in THREAD_COORDINATES
+        return _walked_backwards(atoms, const, falling[0], by_name={str(v): v for v in variables}, e=e) \
+            if counter else None
+    if any(c == 0 for _, c in atoms.values()):
         return None
     digits = sorted(atoms.items(), key=lambda item: -item[1][1])
     # The constant offset comes off before the first digit (e - const), at the last digit (Triton's unrolled
@@ -227,9 +238,36 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
         if variable in hint:
             return None
         hint[variable] = value << int(bits) if bits else value
-    by_name = {str(v): v for v in variables}
+    return _fitted(hint, {str(v): v for v in variables})
+
+
+def _fitted(hint: dict[str, z3.ExprRef], by_name: dict[str, z3.BitVecRef]) -> dict[str, z3.ExprRef]:
+    """The hint's 64-bit terms cut to each variable's width, 0 for a variable the index does not mention."""
     result = {}
     for name, v in by_name.items():
         term = hint.get(name, z3.BitVecVal(0, 64))
         result[name] = simplify(z3.Extract(v.size() - 1, 0, term) if v.size() < 64 else term)
     return result
+
+
+def _walked_backwards(atoms: dict, const: int, falling: tuple, by_name: dict, e: z3.BitVecRef):
+    """A row walked backwards (`for (c = cols - 1; c >= 0; --c)`, unrolled s times): the index is
+    Σ c_i·v_i + const - a·k with one loop counter k of negative coefficient -a, below every other one, and
+    const - a·k the column, inside [0, smallest c_i). The other digits decode e in mixed radix as usual (the
+    column absorbed by their floors), and the column's remainder gives k = (const - rest) / a: exact for the
+    lane whose column is congruent to e's, and a wrapped or misplaced guess for the others, which the
+    coverage obligation tests like any other."""
+    name, (_, a) = falling
+    rising = sorted(((n, t) for n, t in atoms.items() if n != name), key=lambda item: -item[1][1])
+    if const < 0 or any(c <= a for _, (_, c) in rising) or (rising and const >= rising[-1][1][1]):
+        return None
+    rest = e
+    hint: dict[str, z3.ExprRef] = {}
+    for digit, (_, c) in rising:
+        variable, _, bits = digit.partition(">>")
+        if variable in hint or variable == name:
+            return None
+        hint[variable] = z3.UDiv(rest, c) << int(bits) if bits else z3.UDiv(rest, c)
+        rest = z3.URem(rest, c)
+    hint[name] = z3.UDiv(const - rest, a)
+    return _fitted(hint, by_name)
