@@ -92,8 +92,9 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
     progress = True
     while progress:
         progress = False
+        holding = reaching(kernel, (SUM,))   # one walk of the whole term: a body's answer is its own, wherever
         for ck in closed_sums(kernel):
-            if _bounds(ck) is None or ck.arg(2).body().get_id() not in reaching(ck.arg(2).body(), (SUM,)):
+            if _bounds(ck) is None or ck.arg(2).body().get_id() not in holding:
                 continue
             for cr in closed_sums(reference):
                 congruent, equation = _congruent(matcher, ck, cr)

@@ -233,9 +233,10 @@ class Matcher:
                 continue
             self.steps.append(compose.Step(kernel, reference, pinned))
             kernel, reference = (z3.substitute(t, (var, z3.BitVecVal(value, var.size()))) for t in (kernel, reference))
-        simple = z3.simplify(kernel, elim_sign_ext=False)
+        equation = compose.simplified(self.hyp, kernel)   # ⊢ h → simplify(kernel) = kernel: simplified once
+        simple = equation.conclusion.arg(1).arg(0)
         if not simple.eq(kernel):
-            self.steps.append(compose.Step(kernel, reference, compose.simplified(self.hyp, kernel)))
+            self.steps.append(compose.Step(kernel, reference, equation))
         return simple, reference
 
     def _rewrite_unions(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
