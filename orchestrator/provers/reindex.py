@@ -96,9 +96,10 @@ def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.
         ms.append(m)
     if source_var is None:
         yield z3.BitVecVal(ms[0], target_var.size())
-    else:
-        yield simplify(ms[0] + (ms[1] - ms[0]) * z3.ZeroExt(target_var.size() - source_var.size(), source_var)
-                       if source_var.size() < target_var.size() else ms[0] + (ms[1] - ms[0]) * source_var)
+        return
+    j = source_var if source_var.size() >= target_var.size() else \
+        z3.ZeroExt(target_var.size() - source_var.size(), source_var)
+    yield simplify(ms[0] + (ms[1] - ms[0]) * j)
 
 
 def _unique(formula: z3.BoolRef, var: z3.BitVecRef) -> int | None:

@@ -93,10 +93,11 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
     while progress:
         progress = False
         holding = reaching(kernel, (SUM,))   # one walk of the whole term: a body's answer is its own, wherever
+        theirs = closed_sums(reference)      # both change only when a rewrite ends the round
         for ck in closed_sums(kernel):
             if _bounds(ck) is None or ck.arg(2).body().get_id() not in holding:
                 continue
-            for cr in closed_sums(reference):
+            for cr in theirs:
                 congruent, equation = _congruent(matcher, ck, cr)
                 if congruent:
                     symbol = matcher._symbol(cr)
