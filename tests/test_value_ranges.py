@@ -55,6 +55,8 @@ def test_an_interval_is_the_hull_of_constants_ranged_reads_and_ifs() -> None:
     assert interval(RANGES, z3.SignExt(32, z3.Extract(31, 0, T(IDX)))) is None     # an extraction: unbounded
     assert interval(RANGES, T(IDX) + 1) is None
     assert interval(RANGES, U(IDX)) is None
+    named = {"bvneg": (0, 9)}                  # a range on an input named like a built-in op
+    assert interval(named, -z3.BitVec("v", 64)) is None
 
 
 def test_nothing_is_settled_without_a_precondition() -> None:

@@ -32,7 +32,8 @@ def interval(ranges: Ranges, term: z3.ExprRef) -> Interval:
     if z3.is_app_of(term, z3.Z3_OP_ITE):
         a, b = interval(ranges, term.arg(1)), interval(ranges, term.arg(2))
         return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
-    if z3.is_app(term) and term.num_args() == 1 and z3.is_bv(term):
+    if z3.is_app(term) and term.num_args() == 1 and z3.is_bv(term) and \
+            term.decl().kind() == z3.Z3_OP_UNINTERPRETED:   # an input's contents, never bvneg or extract
         return ranges.get(term.decl().name())
     return None
 
