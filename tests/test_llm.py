@@ -232,7 +232,9 @@ def test_a_batch_routes_its_jobs_llm_calls_through_one_pool_and_keys_results_by_
         config = LLMConfig(server.base_url, "k", "batch", concurrency=1)
         outcomes = run_batch(manifests, State(tmp_path / "state.jsonl"), workers=2, timeout_s=TIMEOUT_S,
                              show_progress=False, store=store, llm=config)
-    assert [o.result.verdict for o in outcomes] == ["verified", "verified"], [o.result.reason for o in outcomes]
+    assert [o.result.verdict for o in outcomes] == ["verified", "verified"], \
+        [(o.result.reason, o.result.stats, [p.get("content", "")[:200] for r in server.requests
+                                            for p in r.get("messages", [])][-6:]) for o in outcomes]
     assert all(o.result.stats["llm_calls"] >= 1 for o in outcomes)
     assert server.in_flight_max == 1
     with ScriptedServer(script) as again:       # the same batch once more: every goal was learned the first time
