@@ -1,10 +1,11 @@
 """The proof kernel: the only code that makes a `Theorem` (docs/trusted_base.md).
 
-Code outside the kernel imports the type and the refusals from here, and the rules from `rules` and `sums`;
-the minting door (`theorem._mint`) stays inside: an import contract in pyproject.toml forbids importing
+Code outside the kernel imports the type, the refusals, the recorded `Step` of a theorem and `replay` (apply a
+step's rule again) from here, and the rules from `rules`, `sums` and `indices`; the minting door
+(`theorem._mint`) stays inside: an import contract in pyproject.toml forbids importing
 `semantics.proof.theorem` from anywhere else.
 """
 
-from semantics.proof.theorem import Forged, Refused, Theorem
+from semantics.proof.theorem import RULES, Forged, Refused, Step, Theorem, replay
 
-__all__ = ["Forged", "Refused", "Theorem"]
+__all__ = ["RULES", "Forged", "Refused", "Step", "Theorem", "replay"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import z3
 
-from semantics.proof.theorem import Refused, Theorem, _mint
+from semantics.proof.theorem import Refused, Theorem, _mint, rule
 
 QUOTIENTS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I)
 REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I)
@@ -25,6 +25,7 @@ def defines(dividend: z3.BitVecRef, divisor: int, quotient: z3.BitVecRef, remain
     return z3.And(z3.ZeroExt(64, dividend) == wide, z3.ULT(remainder, divisor))
 
 
+@rule
 def divide_by_constant(division: z3.BitVecRef, quotient: z3.BitVecRef, remainder: z3.BitVecRef,
                        split: Theorem) -> Theorem:
     """From Γ ⊢ h → defines(d, N, q, r) conclude Γ ⊢ h → q = d / N (for division = d / N, unsigned) or
@@ -60,6 +61,7 @@ def multiple(x: z3.BitVecRef, size: int, width: int) -> z3.BitVecRef:
     return z3.ZeroExt(width - x.size(), x) * size
 
 
+@rule
 def ordered_multiples(x: z3.BitVecRef, y: z3.BitVecRef, size: int, width: int) -> Theorem:
     """⊢ x < y → x·N + N ≤ y·N (unsigned, the products `multiple(·, N, width)`), for x, y bit-vectors of one
     width n ≤ width, N a positive integer and 2^n·N < 2^width.

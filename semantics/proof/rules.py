@@ -12,7 +12,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics import preconditions
 from semantics.axioms import ground_facts
-from semantics.proof.theorem import Refused, Theorem, _mint
+from semantics.proof.theorem import Refused, Theorem, _mint, rule
 
 
 def negation(claim: z3.BoolRef) -> z3.BoolRef:
@@ -21,6 +21,7 @@ def negation(claim: z3.BoolRef) -> z3.BoolRef:
     return claim.arg(0) if z3.is_not(claim) else z3.Not(claim)
 
 
+@rule
 def by_smt(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, prop: str,
            with_facts: bool = False, witness: dict | None = None) -> Theorem:
     """⊢ claim when the checker finds ¬claim unsat; with `with_facts`, ⊢ claim under the axiom instances
@@ -43,12 +44,14 @@ def by_smt(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, pro
     return _mint(claim, "by_smt", axioms=facts, evidence=((ob, outcome),))
 
 
+@rule
 def assume(p: z3.BoolRef) -> Theorem:
     """{p} ⊢ p. The hypothesis stays in every theorem built from this one until discharged by `mp` of an
     implication (a theorem with hypotheses never `states` a goal)."""
     return _mint(p, "assume", hypotheses=(p,))
 
 
+@rule
 def mp(implication: Theorem, premise: Theorem) -> Theorem:
     """From Γ ⊢ a → b and Δ ⊢ a, conclude Γ ∪ Δ ⊢ b (modus ponens)."""
     c = implication.conclusion
@@ -59,13 +62,15 @@ def mp(implication: Theorem, premise: Theorem) -> Theorem:
     return _mint(c.arg(1), "mp", (implication, premise))
 
 
+@rule
 def disch(hypothesis: z3.BoolRef, theorem: Theorem) -> Theorem:
     """From Γ ⊢ b conclude Γ \\ {a} ⊢ a → b (the deduction theorem: a hypothesis becomes an antecedent)."""
     rest = tuple(h for h in theorem.hypotheses if not h.eq(hypothesis))
-    return _mint(z3.Implies(hypothesis, theorem.conclusion), "disch", hypotheses=rest, axioms=theorem.axioms,
-                 evidence=theorem.evidence)
+    return _mint(z3.Implies(hypothesis, theorem.conclusion), "disch", (theorem,), rest, theorem.axioms,
+                 replace_context=True)
 
 
+@rule
 def conj(*theorems: Theorem) -> Theorem:
     """From Γ_i ⊢ a_i conclude ∪Γ_i ⊢ a_1 ∧ … ∧ a_n (n ≥ 1)."""
     if not theorems:
@@ -73,6 +78,7 @@ def conj(*theorems: Theorem) -> Theorem:
     return _mint(z3.And(*(t.conclusion for t in theorems)), "conj", theorems)
 
 
+@rule
 def conj_elim(theorem: Theorem, i: int) -> Theorem:
     """From Γ ⊢ a_0 ∧ … ∧ a_{n-1} conclude Γ ⊢ a_i."""
     c = theorem.conclusion
@@ -85,6 +91,7 @@ def _symbol(x: z3.ExprRef) -> bool:
     return z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED
 
 
+@rule
 def instantiate(theorem: Theorem, x: z3.ExprRef, term: z3.ExprRef) -> Theorem:
     """From Γ ⊢ P(x) under axioms A(x), with x a free symbol (held for every value of x), conclude
     Γ[x:=t] ⊢ P(t) under A(t). x must be an uninterpreted constant and t of its sort."""
@@ -95,10 +102,11 @@ def instantiate(theorem: Theorem, x: z3.ExprRef, term: z3.ExprRef) -> Theorem:
 
     def put(f: z3.BoolRef) -> z3.BoolRef:
         return z3.substitute(f, (x, term))
-    return _mint(put(theorem.conclusion), "instantiate", hypotheses=tuple(map(put, theorem.hypotheses)),
-                 axioms=tuple(map(put, theorem.axioms)), evidence=theorem.evidence)
+    return _mint(put(theorem.conclusion), "instantiate", (theorem,), tuple(map(put, theorem.hypotheses)),
+                 tuple(map(put, theorem.axioms)), replace_context=True)
 
 
+@rule
 def simplified(term: z3.ExprRef, under: z3.BoolRef | None = None) -> Theorem:
     """⊢ simplify(t) = t (⊢ under → simplify(t) = t with `under`), for z3's simplifier with its default rules
     but sign extensions kept. The simplifier (z3's rewriter) rewrites a term to an equal one; it is the very
@@ -116,6 +124,7 @@ def _equation(theorem: Theorem, rule: str) -> tuple[z3.ExprRef, z3.ExprRef]:
     return c.arg(0), c.arg(1)
 
 
+@rule
 def sym(theorem: Theorem) -> Theorem:
     """From Γ ⊢ a = b conclude Γ ⊢ b = a; from Γ ⊢ h → a = b conclude Γ ⊢ h → b = a."""
     c = theorem.conclusion
@@ -126,6 +135,7 @@ def sym(theorem: Theorem) -> Theorem:
     return _mint(b == a, "sym", (theorem,))
 
 
+@rule
 def trans(first: Theorem, second: Theorem) -> Theorem:
     """From Γ ⊢ a = b and Δ ⊢ b = c conclude Γ ∪ Δ ⊢ a = c."""
     a, b = _equation(first, "trans")
@@ -135,6 +145,7 @@ def trans(first: Theorem, second: Theorem) -> Theorem:
     return _mint(a == c, "trans", (first, second))
 
 
+@rule
 def substitute(equation: Theorem, theorem: Theorem, x: z3.ExprRef | None = None,
                template: z3.BoolRef | None = None) -> Theorem:
     """From Γ ⊢ a = b and Δ ⊢ P(a) conclude Γ ∪ Δ ⊢ P(b) (Leibniz: equals for equals).
@@ -153,6 +164,7 @@ def substitute(equation: Theorem, theorem: Theorem, x: z3.ExprRef | None = None,
     raise Refused(f"substitute: {theorem.conclusion} is not the template at {a} or {b}")
 
 
+@rule
 def substitute_under(equation: Theorem, theorem: Theorem, target: z3.BoolRef) -> Theorem:
     """From Γ ⊢ h → a = b and Δ ⊢ ¬(h ∧ R(a)) conclude Γ ∪ Δ ⊢ ¬(h ∧ R(b)), for the target ¬(h ∧ R(b)): equals
     for equals where they are equal only under h, in a statement that is itself about h (the form of every

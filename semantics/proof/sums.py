@@ -20,7 +20,7 @@ import z3
 from lean_pool.checker import Checker
 from semantics.comprehension import INDEX, PROD, SUM, body_at
 from semantics.proof.rules import by_smt
-from semantics.proof.theorem import Refused, Theorem, _mint
+from semantics.proof.theorem import Refused, Theorem, _mint, rule
 from semantics.terms import mentions
 
 Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
@@ -73,6 +73,7 @@ def _side(name: str, condition: z3.BoolRef, under: z3.BoolRef, checker: Checker,
     return by_smt(_conditional(under, condition), checker, timeout_s, name, "proof")
 
 
+@rule
 def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, checker: Checker, timeout_s: float,
                 under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{i∈[lo,hi)} f(i) = Σ_{j∈[lo',hi')} g(j), for source = Sum(lo, hi, f) and
@@ -92,6 +93,7 @@ def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, chec
     return reindex_lanes(source, target, (lane,), (psi,), checker, timeout_s, under, "reindex_sum")
 
 
+@rule
 def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...], psis: tuple[Map, ...],
                   checker: Checker, timeout_s: float, under: z3.BoolRef | None = None,
                   rule: str = "reindex_lanes") -> Theorem:
@@ -142,6 +144,7 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
     return _mint(_conditional(under, source == target), rule, tuple(sides))
 
 
+@rule
 def reindex_union(source: z3.ExprRef, parts: tuple[Part, ...], checker: Checker, timeout_s: float,
                   under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → C(lo, hi, f) = P_1 ⊕ … ⊕ P_n, for source = C(lo, hi, f) and parts P_p = C(lo_p, hi_p, g_p) of
@@ -194,6 +197,7 @@ def reindex_union(source: z3.ExprRef, parts: tuple[Part, ...], checker: Checker,
     return _mint(_conditional(under, source == whole), "reindex_union", tuple(sides))
 
 
+@rule
 def reindex_by(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, body: Theorem, v: z3.BitVecRef,
                checker: Checker, timeout_s: float, under: z3.BoolRef) -> Theorem:
     """Γ ⊢ under → C(lo, hi, f) = C(lo', hi', g), for source = C(lo, hi, f) and target = C(lo', hi', g) of one
@@ -229,6 +233,7 @@ def reindex_by(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, body:
     return _mint(_conditional(under, source == target), "reindex_by", (body, *sides))
 
 
+@rule
 def regroup(whole: z3.ExprRef, grouped: z3.ExprRef, checker: Checker, timeout_s: float,
             under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{m∈[a,hi)} h(m) = Σ_{i∈[lo,lo+n)} Σ_{r∈[0,b)} h(a + (i - lo)·b + r), for whole = Sum(a, hi, h)
@@ -258,6 +263,7 @@ def regroup(whole: z3.ExprRef, grouped: z3.ExprRef, checker: Checker, timeout_s:
     return _mint(_conditional(under, whole == grouped), "regroup", (side,))
 
 
+@rule
 def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s: float,
                 under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{[lo,hi)} f = Σ_{[lo,m)} f + Σ_{[m,hi)} f, for whole = Sum(lo, hi, f), given the
@@ -272,6 +278,7 @@ def split_range(whole: z3.ExprRef, m: z3.BitVecRef, checker: Checker, timeout_s:
     return _mint(_conditional(under, whole == op.of([decl(lo, m, f), decl(m, hi, f)])), "split_range", (side,))
 
 
+@rule
 def unroll(whole: z3.ExprRef, count: int, checker: Checker, timeout_s: float,
            under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{[lo,hi)} f = f(lo) + f(lo + 1) + … + f(lo + p - 1) (0 when p = 0), for whole =
