@@ -22,7 +22,17 @@ TRUSTED, TACTIC = "trusted", "tactic"
 # (path or folder prefix, role, what it is trusted for): the first matching row classifies a file.
 GROUPS: list[tuple[str, str, str]] = [
     ("semantics/proof/", TRUSTED, "the proof kernel: the only code that makes a Theorem"),
-    ("semantics/canonical.py", TACTIC, "normal forms of sums and max/min trees (AC identities)"),
+    ("semantics/derive.py", TRUSTED, "the decision core of verify and check: derivation, side conditions, goals"),
+    ("semantics/goals.py", TRUSTED, "the top goals and how theorems meet them (established)"),
+    ("semantics/checkers.py", TRUSTED, "side conditions through the kernel (verify) or by replayed theorems (check)"),
+    ("semantics/canonical.py", TRUSTED, "normal forms of resolved shared values (each rewrite an identity)"),
+    ("semantics/properties/shared_values.py", TRUSTED, "what a shared read sees: its proved last writer's value"),
+    ("semantics/properties/loop_shared.py", TRUSTED, "what a shared read in a loop sees: its iteration's writer"),
+    ("semantics/properties/superseded.py", TRUSTED, "lanes proved overwritten later, left out of the goals"),
+    ("semantics/properties/equivalence.py", TACTIC, "the equivalence lanes' proof search and counterexamples"),
+    ("semantics/properties/race_search.py", TACTIC, "race freedom's proof search (quick query, slabs, warps)"),
+    ("semantics/properties/arg_reductions.py", TACTIC, "arg-extremum folds matched (the matcher's step)"),
+    ("semantics/verdict.py", TACTIC, "verify's driver: hands the tactics to the core, confirms refutations"),
     ("semantics/properties/reductions.py", TACTIC, "the comprehension matcher"),
     ("semantics/properties/nested_sums.py", TACTIC, "nested Sums matched by congruence (the matcher's nesting step)"),
     ("semantics/properties/fold.py", TACTIC, "folding unrolled terms into families"),
@@ -38,12 +48,9 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/matched_sums.py", TACTIC, "the matcher's Sum pairs restated by reindex_lanes"),
     ("semantics/properties/prefix_proofs.py", TACTIC, "the prefix split and peel restated by kernel rules"),
     ("semantics/properties/prefix_guards.py", TACTIC, "an exclusive scan's guard on its empty prefix removed"),
-    ("semantics/properties/shared_values.py", TACTIC, "the shared-value resolver (last writer)"),
-    ("semantics/properties/loop_shared.py", TACTIC, "the shared-value resolver inside loops"),
-    ("semantics/properties/superseded.py", TACTIC, "finding stores overwritten later"),
     ("semantics/properties/block_slabs.py", TACTIC, "races across blocks ruled out by per-block slabs (kernel rules)"),
+    ("semantics/properties/atomic", TRUSTED, "atomic accumulation (verify only: not yet kernel theorems)"),
     ("semantics/properties/", TRUSTED, "the property goals and their obligations (bounds, races, barriers, values)"),
-    ("semantics/verdict.py", TRUSTED, "the verdict: checks the theorems against the top goals"),
     ("semantics/ptx/", TRUSTED, "PTX semantics: grammar, parser, machine model, instruction table, symbolic execution"),
     ("semantics/torch/", TRUSTED, "ATen semantics and the capture sandbox"),
     ("semantics/concrete/", TRUSTED, "the concrete interpreter that reproduces refutations"),
@@ -56,7 +63,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/arg_extrema.py", TRUSTED, "the ArgMax/ArgMin fold constructors and their concrete meaning"),
     ("semantics/terms.py", TRUSTED, "term traversal"),
     ("semantics/purify.py", TRUSTED, "divisions by constants named before solving (equisatisfiable)"),
-    ("semantics/", TRUSTED, "support (errors, versions)"),
+    ("semantics/", TRUSTED, "support (the bound task and the report, errors, versions, source lines)"),
     ("lean_pool/", TRUSTED, "the checker interface and backends (z3, cvc5), the pool, the lemma cache"),
 ]
 SUFFIXES = (".py", ".lark")
@@ -73,7 +80,7 @@ def lines(path: Path) -> int:
 
 def classify(rel: str) -> tuple[str, str]:
     for prefix, role, what in GROUPS:
-        if rel == prefix or (prefix.endswith("/") and rel.startswith(prefix)):
+        if rel == prefix or (not prefix.endswith(".py") and rel.startswith(prefix)):
             return role, what
     raise KeyError(f"{rel}: no row in GROUPS")
 

@@ -1,18 +1,19 @@
-"""`lark check`: re-check a certificate, or replay a witness, independently of the run that wrote it.
+"""`lark check` of a certificate: replay its proof through the kernel and meet the task's goals, with no search.
 
-Trusted code, so kept short. A certificate is trusted for nothing but its hints (DESIGN §7):
-1. it reads as a certificate of this format version, and each certified obligation's text still hashes
-   to its SHA-256;
+A certificate is trusted for nothing (DESIGN §7). The check stops at the first stage that fails and reports every
+problem of that stage:
+1. it reads as a certificate of this format version (`cert_schema.load`);
 2. it was made with the current axiom table, and the task it names is the same task: kernel source, PTX,
    reference and graph hashes, launch, bindings (`cert_identity.rederive` compiles and captures again);
-3. the semantics, given only the certificate's hints (replay provers: a key with no hint proposes
-   nothing), verifies the task again, with the same axioms and every hint accepted;
-4. the obligations it proved are exactly the certified ones: compared by SHA-256, and where texts differ,
-   by the structure of the formulas they parse to (z3's printer chooses its `let` bindings by the state of
-   the process, and its simplifier orders commutative arguments by the order terms were made, so one
-   formula can print several ways; `lean_pool.canonical.structural_digest` names the parsed structure);
-5. each of them re-proves (unsat) from its SMT-LIB text in a fresh z3 and/or cvc5.
-Each stage reports all its problems and stops there.
+3. every node of its proof replays: the kernel applies the node's rule to its inputs again, and the side
+   conditions of each rule (`by_smt` and the rules that ask a solver) are re-proved by z3 and/or cvc5 with the
+   recorded seed and work limit (`replay_proof`);
+4. the trusted semantics derives the task's meaning and its top goals again (`semantics.derive`, with the
+   certificate's hints and no tactic): every side condition that derivation asks must be stated by a replayed
+   theorem, and so must every top goal of every property, exactly and without hypotheses, with the axioms the
+   certificate lists.
+This module imports no tactic and runs no search (tests/test_certificate.py runs it in a fresh process and lists
+what it imported; an import contract in pyproject.toml says the same).
 """
 
 from __future__ import annotations
@@ -22,133 +23,93 @@ from pathlib import Path
 
 import z3
 
-from lean_pool.canonical import structural_digest
-from lean_pool.checker import PROVED, Obligation, Outcome, Z3Checker
-from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2, unshadow
+from lean_pool.checker import PROVED, UNKNOWN, Checker, Obligation, Outcome, Z3Checker
+from lean_pool.cvc5_checker import Cvc5Checker
 from orchestrator import cert_schema
-from orchestrator.cert_identity import Rejected, TaskMissing, rederive, sha256
+from orchestrator.cert_identity import Rejected, TaskMissing, rederive
+from orchestrator.cert_proof import BadProof, replay_proof
 from orchestrator.cert_schema import SOLVERS
-from orchestrator.cert_terms import BadHint, hint_from_json, obligation_text, replay_provers
-from orchestrator.cert_witness import replay_witness
-from semantics.verdict import Report, verify
+from orchestrator.cert_terms import BadHint, hints_from_json, replay_provers
+from semantics import preconditions
+from semantics.checkers import FiniteOnly, Known
+from semantics.derive import decide
+from semantics.problem import Problem
 
 REPROVE_TIMEOUT_S = 120.0
 ACCEPTED, REJECTED, UNREADABLE = 0, 1, 3
 
 
-def prove_text(text: str, solver: str, timeout_s: float = REPROVE_TIMEOUT_S,
-               solving: cert_schema.Solving | None = None) -> Outcome:
-    """Decide an obligation from its SMT-LIB text alone, in a fresh solver of the named kind, with the seed
-    and work limit the certificate records (`solving`; the defaults of `lean_pool.checker` without it)."""
-    if solver == "cvc5":
-        return (Cvc5Checker(solving.cvc5_seed) if solving else Cvc5Checker()).check_text(text, timeout_s)
-    z3_checker = Z3Checker(solving.z3_rlimit, solving.z3_seed) if solving else Z3Checker()
-    return z3_checker.check(Obligation("re-proof", "", parsed(text)), timeout_s)
+class Every:
+    """`proved` only when every one of the checkers proves the obligation (`--solver both`); otherwise the first
+    answer that is not, named by its backend."""
+
+    def __init__(self, checkers: list[Checker]):
+        self.checkers = checkers
+        self.name = "+".join(c.name for c in checkers)
+
+    def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        outcome = Outcome(UNKNOWN, self.name, 0.0, reason="no checker")
+        for checker in self.checkers:
+            outcome = checker.check(obligation, timeout_s)
+            if outcome.status != PROVED:
+                reason = f"{checker.name}: {outcome.status}" + (f" ({outcome.reason})" if outcome.reason else "")
+                return Outcome(outcome.status, checker.name, outcome.seconds, reason=reason)
+        return outcome
 
 
-def parsed(text: str) -> z3.BoolRef:
-    """The formula an obligation's SMT-LIB text states, read by z3 with the semantics' ideal functions kept
-    uninterpreted (`unshadow`), as the run that proved it had them."""
-    return z3.And(*z3.parse_smt2_string(unshadow(standard_smt2(text))))
+def solvers(names: Sequence[str], solving: cert_schema.Solving) -> Checker:
+    """The checker that re-proves side conditions: fresh z3 and/or cvc5 with the recorded seed and work limit."""
+    make = {"z3": lambda: Z3Checker(solving.z3_rlimit, solving.z3_seed), "cvc5": lambda: Cvc5Checker(solving.cvc5_seed)}
+    return FiniteOnly(Every([make[name]() for name in names]))
 
 
-def one_line(name: str) -> str:
-    """An obligation name as one line (names embed z3's multi-line printing of hint terms)."""
-    return " ".join(name.split())
-
-
-def _own_hashes(cert: cert_schema.Certificate) -> None:
-    """Stage 1 (the format version was checked on loading): each certified text hashes to its SHA-256."""
-    problems = [f"obligation '{one_line(o.name)}': its smt2 text no longer hashes to its sha256 {o.sha256}"
-                for o in cert.obligations if sha256(o.smt2) != o.sha256]
-    if problems:
-        raise Rejected(problems)
-
-
-def _same_proof(cert: cert_schema.Certificate, report: Report) -> dict[str, Obligation]:
-    """Stages 3 and 4: the re-derived proof is the certified one. Returns its obligations by SHA-256."""
-    if report.verdict != "verified":
-        lost = [f"hint {key} is no longer accepted" for key in cert.hints if key not in report.hints]
-        why = report.reason or "; ".join(f.message for f in report.findings)
-        raise Rejected([*lost, f"with the certificate's hints the task is {report.verdict}, not verified: {why}"])
-    problems = []
-    if sorted(report.axioms) != cert.axioms.used:
-        problems.append(f"the axioms used no longer match: certified {cert.axioms.used}, re-derived "
-                        f"{sorted(report.axioms)}")
-    problems += [f"hint {key} is not used by the proof" for key in cert.hints if key not in report.hints]
-    derived = {obligation_text(ob)[1]: ob for ob, outcome in report.obligations if outcome.status == PROVED}
-    certified = {o.sha256: o for o in cert.obligations}
-    _pair_by_structure(derived, certified)
-    problems += [f"certified obligation '{one_line(o.name)}' (sha256 {digest}) is not derived from the kernel "
-                 f"and reference" for digest, o in certified.items() if digest not in derived]
-    problems += [f"obligation '{one_line(ob.name)}' (sha256 {digest}) is derived but missing from the certificate"
-                 for digest, ob in derived.items() if digest not in certified]
-    if problems:
-        raise Rejected(problems)
-    return derived
-
-
-def structure(text: str) -> str:
-    """The structural digest (commutative arguments in any order) of the formula an SMT-LIB text parses to."""
-    return structural_digest(parsed(text))
-
-
-def _pair_by_structure(derived: dict[str, Obligation], certified: dict[str, object]) -> None:
-    """Re-key each derived obligation whose text matches no certified one under the certified digest of the
-    same parsed structure, if there is one (so stage 4 compares formulas, not their printing)."""
-    unmatched = [digest for digest in certified if digest not in derived]
-    extra = [digest for digest in derived if digest not in certified]
-    if not unmatched or not extra:
-        return
-    by_structure = {structure(certified[digest].smt2): digest for digest in unmatched}
-    for digest in extra:
-        twin = by_structure.pop(structure(obligation_text(derived[digest])[0]), None)
-        if twin is not None:
-            derived[twin] = derived.pop(digest)
-
-
-def check_certificate(cert: cert_schema.Certificate, path: Path, solvers: Sequence[str]) -> str:
-    """A one-line summary when the certificate holds; raises Rejected saying what no longer matches."""
-    _own_hashes(cert)
-    prepared = rederive(cert, path)
-
-    def hint(key: str) -> object | None:
-        return hint_from_json(key, cert.hints[key]) if key in cert.hints else None
-
+def _replayed(cert: cert_schema.Certificate, problem: Problem, checker: Checker) -> Known:
+    """Stage 3: the theorems of the proof's nodes, made again by the kernel, under the task's preconditions (the
+    instances `by_smt` adds for ranged inputs)."""
+    ranges = {b.contents().name(): b.values for b in problem.buffers.values() if b.values}
     try:
-        report = verify(prepared.problem, Z3Checker(), replay_provers(hint))
+        with preconditions.stated(ranges):
+            return Known(replay_proof(cert.proof, checker, REPROVE_TIMEOUT_S))
+    except BadProof as exc:
+        raise Rejected([f"the proof does not replay: {exc}"]) from None
+
+
+def _goals_met(cert: cert_schema.Certificate, problem: Problem, known: Known) -> int:
+    """Stage 4: the semantics' own goals, each stated by a replayed theorem. Returns how many there were."""
+    try:
+        hints = hints_from_json(cert.hints)
+        decision = decide(problem, None, replay_provers(hints.get), None, known, REPROVE_TIMEOUT_S, hints=hints)
     except BadHint as exc:
         raise Rejected([str(exc)]) from None
     except z3.Z3Exception as exc:
         raise Rejected([f"the certificate's hints do not fit the kernel: {exc}"]) from None
-    derived = _same_proof(cert, report)
-    failures = []
-    for ob in derived.values():
-        text, _ = obligation_text(ob)
-        for solver in solvers:
-            outcome = prove_text(text, solver, solving=cert.solving)
-            if outcome.status != PROVED:
-                failures.append(f"obligation '{one_line(ob.name)}' does not re-prove with {solver}: {outcome.status}"
-                                + (f" ({outcome.reason})" if outcome.reason else ""))
-    if failures:
-        raise Rejected(failures)
-    return (f"certificate holds: {prepared.task.name}, {len(derived)} obligations re-derived and re-proved with "
-            f"{' and '.join(solvers)}")
+    problems = [f"{prop}: {'; '.join(r.reasons) or r.state}" for prop, r in decision.results.items()
+                if r.state != cert.properties.get(prop)]
+    problems += [f"property {prop}: certified {state}, derived {decision.results[prop].state}"
+                 for prop, state in cert.properties.items() if prop not in decision.results]
+    if sorted(decision.axioms) != cert.axioms.used:
+        problems.append(f"the axioms used no longer match: certified {cert.axioms.used}, re-derived "
+                        f"{sorted(decision.axioms)}")
+    if problems:
+        raise Rejected(problems)
+    return sum(len(goals) for goals in decision.expected.values())
 
 
-def run_check(path: Path, solver: str) -> tuple[int, str]:
-    """Exit status and text for `lark check PATH`: 0 holds, 1 rejected, 3 not a readable document or its
-    task not found (cannot check)."""
+def check_certificate(cert: cert_schema.Certificate, path: Path, names: Sequence[str]) -> str:
+    """A one-line summary when the certificate holds; raises Rejected saying what no longer matches."""
+    prepared = rederive(cert, path)
+    known = _replayed(cert, prepared.problem, solvers(names, cert.solving))
+    goals = _goals_met(cert, prepared.problem, known)
+    return (f"certificate holds: {prepared.task.name}, {len(cert.proof.nodes)} proof nodes replayed through the "
+            f"kernel with {' and '.join(names)}, {goals} goals and {len(cert.proof.facts)} side conditions stated "
+            f"by their theorems")
+
+
+def run_check(document: cert_schema.Certificate, path: Path, solver: str) -> tuple[int, str]:
+    """Exit status and text for `lark check` of a certificate: 0 holds, 1 rejected, 3 its task not found."""
     try:
-        document = cert_schema.load(path)
-    except cert_schema.BadDocument as exc:
-        return UNREADABLE, f"error: {exc}"
-    try:
-        if isinstance(document, cert_schema.Certificate):
-            return ACCEPTED, check_certificate(document, path, SOLVERS[solver])
-        return ACCEPTED, replay_witness(document, path)
+        return ACCEPTED, check_certificate(document, path, SOLVERS[solver])
     except TaskMissing as exc:
         return UNREADABLE, f"error: cannot check {path}: {exc}"
     except Rejected as exc:
-        kind = "certificate" if isinstance(document, cert_schema.Certificate) else "witness"
-        return REJECTED, "\n".join([f"{path}: {kind} rejected", *(f"  {p}" for p in exc.problems)])
+        return REJECTED, "\n".join([f"{path}: certificate rejected", *(f"  {p}" for p in exc.problems)])

@@ -3,7 +3,7 @@
 These models are the single definition of the format: `lark verify` writes through them, `lark check`
 reads through them (an unknown field, a missing one or a wrong version is rejected before anything runs),
 and `docs/certificate.schema.json` is generated from them (`json_schema()`, kept in sync by a test).
-Bump `VERSION` whenever the meaning of a field changes.
+Bump a document's entry of `VERSIONS` whenever the meaning of one of its fields changes.
 """
 
 from __future__ import annotations
@@ -12,9 +12,13 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
+from typing_extensions import TypeAliasType
 
-CERTIFICATE, WITNESS, VERSION = "lark.certificate", "lark.witness", 1
+CERTIFICATE, WITNESS = "lark.certificate", "lark.witness"
+VERSIONS = {CERTIFICATE: 2, WITNESS: 1}   # bumped when a field's meaning changes
+# Certificate versions that held hints and obligations, not the proof: `lark check` refuses them by name.
+PROOFLESS_VERSIONS = (1,)
 SOLVERS = {"z3": ("z3",), "cvc5": ("cvc5",), "both": ("z3", "cvc5")}   # `lark check --solver`: who re-proves
 Sha256 = str
 
@@ -71,12 +75,18 @@ class Axioms(_Strict):
     used: list[str] = Field(description="names of the axioms the semantics applied, sorted")
 
 
-class Term(_Strict):
-    """A z3 term as SMT-LIB: its sort, the declarations of its free symbols, and the s-expression."""
+class TableTerm(_Strict):
+    """A z3 term as SMT-LIB: its sort and its s-expression, its free symbols declared in the table's
+    declarations (`orchestrator.cert_terms`: some numerals are written as declared constants)."""
 
     sort: str
-    declarations: list[str]
     sexpr: str
+
+
+class Term(TableTerm):
+    """A z3 term with the declarations of its own free symbols."""
+
+    declarations: list[str]
 
 
 # An accepted prover hint, as the semantics keeps it (Report.hints): one term (a loop's exit iteration, a
@@ -85,12 +95,54 @@ class Term(_Strict):
 Hint = Term | list[Term] | dict[str, Term]
 
 
-class ProvedObligation(_Strict):
+class NodeRef(_Strict):
+    """An earlier node of the proof: the theorem it made is the input."""
+
+    node: int = Field(ge=0)
+
+
+class TermRef(_Strict):
+    """A term of the proof's term table."""
+
+    term: int = Field(ge=0)
+
+
+# A rule's input: a number, a string, a flag, nothing, an earlier theorem, a term, or a tuple of inputs.
+Value = TypeAliasType("Value", "StrictBool | StrictInt | StrictStr | None | NodeRef | TermRef | list[Value]")
+
+
+class NodeObligation(_Strict):
+    """An obligation the node's rule discharged when the certificate was written (replay asks it again)."""
+
     name: str
-    property: str
-    sha256: Sha256 = Field(description="SHA-256 of `smt2` (Obligation.digest())")
-    smt2: str = Field(description="canonical SMT-LIB text; unsat proves the property at this site")
+    sha256: Sha256 = Field(description="SHA-256 of its text (`orchestrator.cert_terms.obligation_text`)")
     backend: str = Field(description="the checker that proved it when the certificate was written")
+
+
+class Node(_Strict):
+    """One application of a kernel rule (`semantics.proof.rules`, `sums`, `indices`)."""
+
+    rule: str
+    inputs: dict[str, Value] = Field(description="the rule's inputs by parameter name (not the checker)")
+    obligations: list[NodeObligation] = Field(description="what the rule discharged itself, for reference")
+
+
+class ProofGoal(_Strict):
+    property: str
+    goal: str = Field(description="the goal's name, as `lark verify --show goals` lists it")
+    node: int = Field(ge=0, description="the node whose theorem states the goal")
+
+
+class Proof(_Strict):
+    """The DAG of rule applications, earlier nodes first; terms in SMT-LIB, one declarations table."""
+
+    declarations: list[str] = Field(description="declare-fun of every free symbol of the terms")
+    terms: list[TableTerm]
+    nodes: list[Node]
+    goals: list[ProofGoal] = Field(description="for each top goal, the node whose theorem states it")
+    facts: list[int] = Field(description="nodes whose theorems state the side conditions the goals' derivation "
+                                         "rests on (loop exits and bounds, shared-memory writers, supersession, "
+                                         "defined registers, ...)")
 
 
 class Solving(_Strict):
@@ -109,7 +161,6 @@ class Finding(_Strict):
 
 
 class _Document(_Strict):
-    version: Literal[1] = Field(description="format version; bumped when a field's meaning changes")
     manifest: str = Field(description="the task's lark.toml, relative to this file or absolute")
     task: Task
     kernel_source_text: str = Field(description="the kernel source itself; its SHA-256 is task.kernel.sha256")
@@ -118,22 +169,23 @@ class _Document(_Strict):
 
 
 class Certificate(_Document):
-    """A proof that the task is verified: the hints it used and every obligation it proved."""
+    """A proof that the task is verified: the hints its goals were derived with, and the proof."""
 
     schema_name: Literal["lark.certificate"] = Field(CERTIFICATE, alias="schema")
+    version: Literal[2] = Field(description="format version; bumped when a field's meaning changes")
     properties: dict[str, Literal["proved", "not_applicable"]] = Field(
         description="property -> proved, or not_applicable: equivalence of a safety-only task (no [reference]: "
                     "not asked for), memory safety when every access is to an unbounded buffer; a certificate "
                     "of a safety-only task proves the other four properties")
-    obligations: list[ProvedObligation]
-    solving: Solving | None = Field(None, description="absent in certificates written before it was recorded: "
-                                                      "the defaults of lean_pool.checker then apply")
+    proof: Proof
+    solving: Solving
 
 
 class Witness(_Document):
     """A refutation: the findings with their concrete witnesses, for `lark check` to replay."""
 
     schema_name: Literal["lark.witness"] = Field(WITNESS, alias="schema")
+    version: Literal[1] = Field(description="format version; bumped when a field's meaning changes")
     findings: list[Finding]
 
 
@@ -150,8 +202,13 @@ def load(path: Path) -> Certificate | Witness:
     kind = data.get("schema") if isinstance(data, dict) else None
     if kind not in kinds:
         raise BadDocument(f"{path}: 'schema' must be one of {sorted(kinds)}, not {kind!r}")
-    if data.get("version") != VERSION:
-        raise BadDocument(f"{path}: {kind} version {data.get('version')!r}; this LARK reads version {VERSION}")
+    if kind == CERTIFICATE and data.get("version") in PROOFLESS_VERSIONS:
+        raise BadDocument(f"{path}: certificate version {data['version']} holds hints and obligations, not the "
+                          f"proof; this LARK checks a certificate by replaying its proof through the kernel "
+                          f"(version {VERSIONS[kind]}): run `lark verify --certificate` again")
+    if data.get("version") != VERSIONS[kind]:
+        raise BadDocument(f"{path}: {kind} version {data.get('version')!r}; this LARK reads version "
+                          f"{VERSIONS[kind]}")
     try:
         return kinds[kind].model_validate(data)
     except ValidationError as exc:

@@ -32,15 +32,17 @@ from pathlib import Path
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Obligation, Outcome, Z3Checker
-from orchestrator.cert_identity import Rejected, rederive
+from orchestrator.cert_identity import Rejected, TaskMissing, rederive
 from orchestrator.cert_schema import Witness
 from orchestrator.cert_terms import BadHint, hint_from_json, replay_provers
 from semantics.concrete.reproduce import reproduce
 from semantics.errors import Unsupported
+from semantics.problem import Problem
 from semantics.properties import (
     atomics,
     coverage,
     equivalence,
+    lanes,
     loop_shared,
     memory_safety,
     races,
@@ -54,7 +56,6 @@ from semantics.ptx.machine import AXES, Buffer, Launch, Thread
 from semantics.ptx.state import Access
 from semantics.ptx.symexec import execute
 from semantics.replay import Evaluator, NotConcrete, differ
-from semantics.verdict import Problem
 
 TIMEOUT_S = 120.0
 TOLERANCE = 1e-6          # recorded values are JSON floats, the replayed ones exact
@@ -199,7 +200,7 @@ def _wrong_value(s: Site, w: dict) -> None:
             if innermost(value) or innermost(expected):
                 # uninterpreted reductions leave the solver no answer on the difference; a model of the
                 # storing thread is enough, as the two values are then computed from the recorded inputs
-                index = equivalence.element_index(access, j)
+                index = lanes.element_index(access, j)
                 stores = z3.And(s.launch_ok, access.guard, z3.ULT(index, buffer.numel))
                 outcome = _decide(z3.And(z3.substitute(stores, *fixes), at_element))
             else:
@@ -277,3 +278,14 @@ def replay_witness(witness: Witness, path: Path) -> str:
     if problems or not witness.findings:
         raise Rejected(problems or ["the witness file holds no finding"])
     return f"witness reproduces: {prepared.task.name}, {len(witness.findings)} finding(s) replayed"
+
+
+def run_check(document: Witness, path: Path, _solver: str) -> tuple[int, str]:
+    """Exit status and text for `lark check` of a witness: 0 every finding reproduces, 1 one does not, 3 its task
+    not found."""
+    try:
+        return 0, replay_witness(document, path)
+    except TaskMissing as exc:
+        return 3, f"error: cannot check {path}: {exc}"
+    except Rejected as exc:
+        return 1, "\n".join([f"{path}: witness rejected", *(f"  {p}" for p in exc.problems)])

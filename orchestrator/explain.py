@@ -91,7 +91,7 @@ def with_sources(text: str, lines: Mapping[int, str]) -> str:
 def annotate(result: Result, prepared) -> None:
     """Add shapes, multi-indices and source lines to a finished job's result (see the module docstring)."""
     # Imported here: the report and `lark batch` use this module without the verdict's ~0.5 s of imports.
-    from semantics.verdict import source_lines
+    from semantics.sources import source_lines
 
     shapes = buffer_shapes(prepared)
     for finding in result.findings:

@@ -26,6 +26,7 @@ from orchestrator.manifest import NULL, IntakeError, Task, load_task
 from orchestrator.prestart import CAPTURE, CAPTURE_MIN_S, COMPILE, in_background, take
 from semantics.constants import reference_constants
 from semantics.errors import Unsupported
+from semantics.problem import Problem
 from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch, ScalarParam, null_allocation
 from semantics.ptx.parser import PtxSyntaxError, parse_ptx
@@ -34,7 +35,6 @@ from semantics.torch.capture import RefGraph
 from semantics.torch.graph import ScalarSpec, TensorSpec
 from semantics.torch.ops import RefEnv, reference_outputs
 from semantics.torch.ops import Unsupported as TorchUnsupported
-from semantics.verdict import Problem
 
 
 @dataclass

@@ -13,10 +13,10 @@ import z3
 from z3.z3 import _to_expr_ref  # z3's own wrapper for an AST (what `children()` calls); z3 is pinned
 
 
-def subterms(term: z3.ExprRef) -> Iterator[z3.ExprRef]:
-    """Every distinct subterm of `term`, itself included, each once (depth first)."""
+def subterms(term: z3.ExprRef, *more: z3.ExprRef) -> Iterator[z3.ExprRef]:
+    """Every distinct subterm of `term` (and of `more`), itself included, each once (depth first)."""
     ctx = term.ctx
-    for _, ast in _nodes(term):
+    for _, ast in _nodes(term, *more):
         yield _to_expr_ref(ast, ctx)
 
 

@@ -9,7 +9,7 @@ import z3
 from lean_pool.checker import Z3Checker
 from semantics.proof import Refused
 from semantics.proof.indices import ordered_multiples
-from semantics.properties import block_slabs, races
+from semantics.properties import block_slabs, race_search, races
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access
 
@@ -29,13 +29,13 @@ def _store(row: int, extra: int = 0) -> Access:
 def _check(access: Access):
     launch = Launch((GRID, 1, 1), (BLOCK, 1, 1))
     log = []
-    result = races.check([access], {"y": 4}, THREAD, launch, set(), Z3Checker(), 20.0,
+    result = race_search.check([access], {"y": 4}, THREAD, launch, set(), Z3Checker(), 20.0,
                          lambda ob, out: log.append((ob.name, out.status)))
     return result, log
 
 
 def test_row_per_block_store_is_race_free_by_slabs(monkeypatch):
-    monkeypatch.setattr(races, "QUICK_S", 0.5)   # the plain obligation's try: not the subject here
+    monkeypatch.setattr(race_search, "QUICK_S", 0.5)   # the plain obligation's try: not the subject here
     access = _store(ROW)
     launch = Launch((GRID, 1, 1), (BLOCK, 1, 1))
     slabs = block_slabs.Slabs(THREAD, races.OTHER, launch, Z3Checker(), 20.0, lambda *_: None)

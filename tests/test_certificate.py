@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,6 @@ from click.testing import CliRunner
 
 from lean_pool.checker import PROVED, REFUTED
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
-from orchestrator.cert_check import prove_text
 from orchestrator.cert_schema import json_schema
 from orchestrator.cli import main
 
@@ -132,9 +132,61 @@ def rejected(folder: Path) -> str:
     return output
 
 
+ROW_SUM = """extern "C" __global__ void row_sum(const float* __restrict__ x, float* y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r < rows) {
+        float acc = 0.0f;
+        for (int c = 0; c < cols; ++c) acc += x[r * cols + c];
+        y[r] = acc;
+    }
+}
+"""
+ROW_SUM_REF = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.sum(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(512, 1000)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+@pytest.fixture(scope="module")
+def row_sum(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder holding task/ (a verified row sum, its loop summarised as a Sum and matched by `reindex_lanes`)
+    and cert.json."""
+    base = tmp_path_factory.mktemp("row_sum")
+    manifest = write_task(base / "task", ROW_SUM, ROW_SUM_REF, "row_sum", 4, 128, '["x", "y", 512, 1000]')
+    status, output = lark("verify", manifest, "--json", "--certificate", base / "cert.json")
+    assert status == 0 and json.loads(output)["certificate"], output
+    return base
+
+
+@pytest.fixture
+def row_sum_copy(row_sum: Path, tmp_path: Path) -> Path:
+    shutil.copytree(row_sum, tmp_path / "copy")
+    return tmp_path / "copy"
+
+
+def nodes(cert: dict, rule: str) -> list[dict]:
+    return [n for n in cert["proof"]["nodes"] if n["rule"] == rule]
+
+
+def goal_node(cert: dict, prop: str) -> dict:
+    return cert["proof"]["nodes"][next(g["node"] for g in cert["proof"]["goals"] if g["property"] == prop)]
+
+
 def test_certificate_records_the_task_the_hints_and_the_proof(certified: Path) -> None:
     cert = json.loads((certified / "cert.json").read_text())
-    assert (cert["schema"], cert["version"], cert["manifest"]) == ("lark.certificate", 1, "task/lark.toml")
+    assert (cert["schema"], cert["version"], cert["manifest"]) == ("lark.certificate", 2, "task/lark.toml")
     task = cert["task"]
     kernel_text = (certified / "task" / "kernel.cu").read_text()
     assert task["kernel"]["sha256"] == hashlib.sha256(kernel_text.encode()).hexdigest()
@@ -146,33 +198,67 @@ def test_certificate_records_the_task_the_hints_and_the_proof(certified: Path) -
     assert task["buffers"]["c"] == {"dtype": "float32", "numel": 100000, "role": "output", "init": None}
     assert {key.split(":")[0] for key in cert["hints"]} == {"termination", "coverage"}
     assert cert["axioms"]["used"] == ["float.reals"] and cert["axioms"]["table_version"]
-    assert {ob["property"] for ob in cert["obligations"]} == {"termination", "memory_safety", "race_freedom",
-                                                              "equivalence"}
-    for ob in cert["obligations"]:
-        assert ob["sha256"] == hashlib.sha256(ob["smt2"].encode()).hexdigest() and ob["backend"] == "z3"
+    proof = cert["proof"]
+    assert {g["property"] for g in proof["goals"]} == {"memory_safety", "race_freedom", "equivalence"}
+    assert all(0 <= g["node"] < len(proof["nodes"]) for g in proof["goals"])
+    facts = [proof["nodes"][n] for n in proof["facts"]]   # the loop's exact exit: left by K, and runs until K
+    assert [f["inputs"]["prop"] for f in facts] == ["termination", "termination"]
+    for node in proof["nodes"]:
+        assert node["rule"] == "by_smt" and "checker" not in node["inputs"]
+        assert [ob["backend"] for ob in node["obligations"]] == ["z3"]
+
+
+def test_a_proof_is_a_dag_of_rules_with_terms_in_a_shared_table(row_sum: Path) -> None:
+    cert = json.loads((row_sum / "cert.json").read_text())
+    proof = cert["proof"]
+    (reindex,) = nodes(cert, "reindex_lanes")
+    assert {"source", "target", "lanes", "psis", "under"} <= set(reindex["inputs"])
+    (closing,) = nodes(cert, "substitute_under")
+    assert goal_node(cert, "equivalence") == closing or goal_node(cert, "equivalence")["rule"] == "by_smt"
+    for n, node in enumerate(proof["nodes"]):
+        refs = re.findall(r"'node': (\d+)", str(node["inputs"]))
+        assert all(int(r) < n for r in refs), "premises come first"
+    assert len(set(proof["declarations"])) == len(proof["declarations"])
 
 
 def test_certificate_records_how_it_was_solved_and_check_solves_the_same_way(copy: Path) -> None:
     """STYLE 9 / issue 19 item 7: the seed and work limit are recorded, and `lark check` uses the recorded
-    ones: a work limit of 1 leaves every obligation unknown to z3 (a certificate cannot be re-proved that
-    way), while the same certificate with the recorded limit holds."""
+    ones: a work limit of 1 leaves every side condition unknown to z3 (a proof cannot be replayed that way),
+    while the same certificate with the recorded limit holds."""
     cert = json.loads((copy / "cert.json").read_text())
     assert cert["solving"] == {"z3_seed": 0, "z3_rlimit": 50_000_000, "cvc5_seed": 0}
     edit_json(copy / "cert.json", lambda c: c["solving"].update(z3_rlimit=1))
-    assert "does not re-prove with z3: unknown" in rejected(copy)
+    output = rejected(copy)
+    assert "the proof does not replay: node 0 (by_smt) is refused by the kernel" in output and "unknown" in output
 
 
-def test_check_accepts_with_both_solvers(certified: Path) -> None:
-    status, output = lark("check", certified / "cert.json", "--solver", "both")
-    assert status == 0, output
-    assert "certificate holds" in output and "z3 and cvc5" in output
+def test_check_accepts_with_both_solvers(certified: Path, row_sum: Path) -> None:
+    for folder in (certified, row_sum):
+        status, output = lark("check", folder / "cert.json", "--solver", "both")
+        assert status == 0, output
+        assert "certificate holds" in output and "z3 and cvc5" in output
 
 
-def test_check_in_a_fresh_process(certified: Path) -> None:
-    """Obligation texts must not depend on what the writing process did before (z3 numbers its terms)."""
-    proc = subprocess.run([sys.executable, "-c", "from orchestrator.cli import main; main()", "check",
-                           str(certified / "cert.json")], cwd=REPO, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+# What `lark check` of a certificate must not import: the tactic rows of the trusted-base table, the search, the
+# provers, the LLM agents, and verify's own driver.
+SEARCH = ("orchestrator.provers", "orchestrator.search", "orchestrator.llm", "orchestrator.job", "semantics.verdict")
+
+
+def test_check_runs_in_a_fresh_process_and_imports_no_tactic(row_sum: Path) -> None:
+    """Term texts must not depend on what the writing process did before, and the check runs no search."""
+    script = ("import json, sys\nfrom orchestrator.cli import main\ntry:\n    main(sys.argv[1:])\n"
+              "except SystemExit as exit:\n    print(json.dumps([exit.code, sorted(sys.modules)]))\n")
+    proc = subprocess.run([sys.executable, "-c", script, "check", str(row_sum / "cert.json")], cwd=REPO,
+                          capture_output=True, text=True, timeout=600)
+    status, modules = json.loads(proc.stdout.splitlines()[-1])
+    assert status == 0, proc.stdout + proc.stderr
+    sys.path.insert(0, str(REPO / "bench"))
+    import trusted_base
+    tactics = [path.removesuffix(".py").replace("/", ".") for path, role, _ in trusted_base.GROUPS
+               if role != trusted_base.TRUSTED]
+    assert "semantics.proof.sums" in modules and "semantics.derive" in modules
+    imported = [m for m in modules if any(m == t or m.startswith(t + ".") for t in (*tactics, *SEARCH))]
+    assert not imported, f"lark check imported {imported}"
 
 
 def test_changed_kernel_source_is_named(copy: Path) -> None:
@@ -208,53 +294,74 @@ def test_changed_graph_hash_is_named(copy: Path) -> None:
 
 
 def test_changed_hint_is_named(copy: Path) -> None:
+    """A coverage hint naming the wrong writer: the goal derived from it is not what the proof's theorem states."""
     def wrong_writer(cert: dict) -> None:
         key = next(k for k in cert["hints"] if k.startswith("coverage:"))
         cert["hints"][key]["tid.x"] = {"sort": "(_ BitVec 32)", "declarations": [], "sexpr": "#x00000000"}
 
     edit_json(copy / "cert.json", wrong_writer)
-    output = rejected(copy)
-    assert "hint coverage:c:" in output and "is no longer accepted" in output
+    assert "no kernel theorem states the goal of equivalence: every element of c is written" in rejected(copy)
 
 
-def test_changed_obligation_text_is_named(copy: Path) -> None:
-    edit_json(copy / "cert.json", lambda c: c["obligations"][0].update(smt2="(assert false)\n(check-sat)\n"))
-    assert "its smt2 text no longer hashes to its sha256" in rejected(copy)
+def test_a_swapped_bijection_is_refused(row_sum_copy: Path) -> None:
+    """Two lanes of the unrolled loop trade their index maps: the reindexing's body obligations fail."""
+    def swap(cert: dict) -> None:
+        (node,) = nodes(cert, "reindex_lanes")
+        lanes = node["inputs"]["lanes"]
+        lanes[0][2], lanes[1][2] = lanes[1][2], lanes[0][2]
+
+    edit_json(row_sum_copy / "cert.json", swap)
+    output = rejected(row_sum_copy)
+    assert "(reindex_lanes) is refused by the kernel: by_smt: reindex_lanes: " in output
 
 
-def test_forged_obligation_is_named(copy: Path) -> None:
-    """Text and hash both replaced: the obligation is no longer the one the kernel gives."""
-    def forge(cert: dict) -> None:
-        ob = next(o for o in cert["obligations"] if o["property"] == "race_freedom")
-        ob["smt2"] = "(assert false)\n(check-sat)\n"
-        ob["sha256"] = hashlib.sha256(ob["smt2"].encode()).hexdigest()
+def test_a_dropped_obligation_leaves_its_goal_unstated(copy: Path) -> None:
+    """The race goal's theorem replaced by another (the memory-safety claim proved twice): the proof replays,
+    but no theorem states the race goal."""
+    def drop(cert: dict) -> None:
+        race = goal_node(cert, "race_freedom")
+        race["inputs"]["claim"] = goal_node(cert, "memory_safety")["inputs"]["claim"]
 
-    edit_json(copy / "cert.json", forge)
-    output = rejected(copy)
-    assert "certified obligation 'race_freedom: store line" in output and "is not derived" in output
-    assert "obligation 'race_freedom: store line" in output and "is derived but missing" in output
+    edit_json(copy / "cert.json", drop)
+    assert "no kernel theorem states the goal of race_freedom: store line" in rejected(copy)
 
 
-def reprint(cert: dict, change=lambda formula: formula) -> None:
-    """The race obligation's text printed another way (a `let` around its formula), `change` applied to it."""
-    ob = next(o for o in cert["obligations"] if o["property"] == "race_freedom")
-    head, formula = ob["smt2"].split("(assert ", 1)
-    formula = formula.rsplit(")", 2)[0]
-    ob["smt2"] = f"{head}(assert (let ((unused!0 true)) {change(formula)}))\n(check-sat)\n"
-    ob["sha256"] = hashlib.sha256(ob["smt2"].encode()).hexdigest()
+def test_a_dropped_side_condition_is_not_taken(copy: Path) -> None:
+    """The loop's exit no longer proved (its theorem replaced by the other fact's): the derivation takes neither
+    the exact exit nor the bound, and termination is not established."""
+    def drop(cert: dict) -> None:
+        exits, runs = (cert["proof"]["nodes"][n] for n in cert["proof"]["facts"])
+        assert "is left by iteration" in exits["inputs"]["name"]
+        exits["inputs"]["claim"] = runs["inputs"]["claim"]
+
+    edit_json(copy / "cert.json", drop)
+    assert "termination: could not bound the iterations of the loop" in rejected(copy)
 
 
-def test_an_obligation_printed_another_way_is_the_same_obligation(copy: Path) -> None:
-    """z3's printer chooses `let` bindings by the process's state: certified and re-derived texts of one formula
-    can differ, and are compared by the structure they parse to."""
-    edit_json(copy / "cert.json", reprint)
-    status, output = lark("check", copy / "cert.json")
-    assert status == 0 and "certificate holds" in output, output
+@pytest.mark.parametrize("tamper, named", [
+    (lambda cert: nodes(cert, "substitute_under")[0]["inputs"].update(target={"term": 0}),
+     "(substitute_under) is refused by the kernel: substitute_under: the target is not"),
+    (lambda cert: nodes(cert, "sym")[0]["inputs"].update(theorem={"node": 0}),
+     "(sym) is refused by the kernel"),
+    (lambda cert: cert["proof"]["terms"][goal_node(cert, "race_freedom")["inputs"]["claim"]["term"]].update(
+        sexpr="false"), "(by_smt) is refused by the kernel: by_smt: race_freedom"),
+    (lambda cert: cert["proof"]["nodes"][0].update(rule="trust_me"), "applies trust_me, which is not a rule"),
+    (lambda cert: cert["proof"]["nodes"][0]["inputs"].update(claim={"node": 5}), "is not an earlier one"),
+    (lambda cert: cert["proof"]["nodes"][0]["inputs"].update(extra=1), "its inputs do not fit the rule"),
+])
+def test_a_rule_applied_to_inputs_it_does_not_match_is_refused(row_sum_copy: Path, tamper, named) -> None:
+    edit_json(row_sum_copy / "cert.json", tamper)
+    assert named in rejected(row_sum_copy)
 
 
-def test_an_obligation_printed_another_way_and_changed_is_not(copy: Path) -> None:
-    edit_json(copy / "cert.json", lambda cert: reprint(cert, lambda formula: f"(and {formula} (= 1 1))"))
-    assert "is not derived" in rejected(copy)
+def test_a_proof_about_another_kernel_is_rejected(certified: Path, row_sum: Path, tmp_path: Path) -> None:
+    """The row sum's identity with the vector add's proof: every stage up to the replay passes, and no goal
+    of the row sum is stated."""
+    shutil.copytree(row_sum, tmp_path / "spliced")
+    vadd = json.loads((certified / "cert.json").read_text())
+    edit_json(tmp_path / "spliced" / "cert.json", lambda c: c.update(proof=vadd["proof"], hints=vadd["hints"]))
+    output = rejected(tmp_path / "spliced")
+    assert "no kernel theorem states the goal of" in output
 
 
 def test_changed_axiom_list_is_named(copy: Path) -> None:
@@ -270,7 +377,14 @@ def test_other_axiom_table_is_named(copy: Path) -> None:
 def test_unreadable_document_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text('{"schema": "lark.certificate", "version": 99}')
     status, output = lark("check", tmp_path / "x.json")
-    assert status == 3 and "this LARK reads version 1" in output
+    assert status == 3 and "this LARK reads version 2" in output
+
+
+def test_a_certificate_without_its_proof_is_refused_by_name(tmp_path: Path) -> None:
+    """Version 1 held hints and obligations for a re-run of the tactics; `lark check` no longer runs them."""
+    (tmp_path / "old.json").write_text('{"schema": "lark.certificate", "version": 1}')
+    status, output = lark("check", tmp_path / "old.json")
+    assert status == 3 and "holds hints and obligations, not the proof" in output
 
 
 @pytest.fixture(scope="module")
@@ -321,15 +435,6 @@ def test_z3_text_is_made_standard_for_cvc5() -> None:
         "(declare-fun |tid.x'| () (_ BitVec 8))\n(assert (= (bvudiv |tid.x'| #x00) #x01))\n(check-sat)\n"
     assert Cvc5Checker().check_text(text, 10).status == PROVED      # x / 0 is all ones, never 1
     assert Cvc5Checker().check_text(text.replace("#x01", "#xff"), 10).status == REFUTED
-
-
-def test_ideal_functions_stay_uninterpreted_when_z3_re_proves_a_text() -> None:
-    """z3's parser would read a declared `exp` as its own transcendental exp (under which exp(a) > 0 holds);
-    the semantics' exp is uninterpreted (its facts are axioms, stated in the obligation), so a re-proof from
-    the text must not know more than the run did."""
-    text = "(declare-fun exp (Real) Real)\n(declare-fun a () Real)\n(assert (not (> (exp a) 0.0)))\n"
-    assert prove_text(text, "z3").status == REFUTED
-    assert prove_text(text.replace("exp", "tanh"), "z3").status == REFUTED
 
 
 def test_ideal_functions_do_not_clash_with_cvc5_builtins() -> None:

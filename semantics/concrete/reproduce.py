@@ -44,7 +44,7 @@ from .run import RunResult, run_blocks
 from .values import MPF, real, signed
 
 if TYPE_CHECKING:
-    from semantics.verdict import Problem
+    from semantics.problem import Problem
 
 TOLERANCE = 1e-6          # recorded values are JSON floats, the interpreter's exact reals
 MAX_STEPS = 40_000_000

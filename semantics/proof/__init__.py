@@ -6,6 +6,7 @@ step's rule again) from here, and the rules from `rules`, `sums` and `indices`; 
 `semantics.proof.theorem` from anywhere else.
 """
 
-from semantics.proof.theorem import RULES, Forged, Refused, Step, Theorem, replay
+from semantics.proof.theorem import RULES, Forged, Refused, Step, Theorem, replay  # noqa: I001 (before the rules)
+from semantics.proof import indices, rules, sums  # noqa: F401, E402 (every rule registered for `replay`)
 
 __all__ = ["RULES", "Forged", "Refused", "Step", "Theorem", "replay"]

@@ -37,7 +37,7 @@ from semantics.properties.atomic_terms import (
 )
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, mentions_opaque, rename_apart
 from semantics.properties.coverage import writer_variables
-from semantics.properties.equivalence import element_index
+from semantics.properties.lanes import element_index
 from semantics.properties.reductions import Matcher
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
 from semantics.ptx.state import Access

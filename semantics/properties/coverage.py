@@ -18,7 +18,7 @@ from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
 from semantics import purify
 from semantics.proof.indices import defines
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult, goal_of, prove
-from semantics.properties.equivalence import E_INDEX, element_index
+from semantics.properties.lanes import E_INDEX, element_index
 from semantics.ptx.machine import Buffer, Launch, Thread
 from semantics.ptx.state import Access
 from semantics.terms import subterms

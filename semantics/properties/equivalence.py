@@ -34,10 +34,11 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
+from semantics.properties.lanes import E_INDEX, element_index, goal, hypothesis_at, lane_name
 from semantics.properties.prefix_guards import GuardRemover
 from semantics.properties.races import OTHER
 from semantics.properties.reductions import Matcher, innermost
-from semantics.ptx.machine import Buffer, Thread, simplify
+from semantics.ptx.machine import Buffer, Thread
 from semantics.ptx.state import Access
 from semantics.replay import Evaluator, NotConcrete, as_json_number, differ
 from semantics.terms import applications, constants, subterms
@@ -53,40 +54,6 @@ SIGNED_RESAMPLES = 4
 UNMATCHED_TIMEOUT_S = 10.0
 WINDOW_QUICK_S = 5.0     # the plain query's share of a padded window's lane before it is proved tap by tap
 UNIT_FIRST = (PROD, *arg_extrema.DECLS)   # comparisons whose differences unit draws show first
-E_INDEX = z3.BitVec("e", 64)   # the element variable of coverage and supersession conditions
-
-
-def element_index(access: Access, j: int) -> z3.BitVecRef:
-    shift = access.elem_bytes.bit_length() - 1
-    return simplify(z3.LShR(access.offset + j * access.elem_bytes, shift))
-
-
-def hypothesis_at(access: Access, j: int, buffer: Buffer, launch_ok: z3.BoolRef) -> z3.BoolRef:
-    """A thread of the launch performs the store's lane j, at an element of the buffer."""
-    return z3.And(launch_ok, access.guard, z3.ULT(element_index(access, j), buffer.numel))
-
-
-def lane_name(buffer: str, j: int, line: int) -> str:
-    """The name of a store lane's obligation, and of its top goal."""
-    return f"equivalence: {buffer} element {j} of the store at line {line}"
-
-
-def goal(access: Access, j: int, buffer: Buffer, expected: z3.ExprRef, launch_ok: z3.BoolRef) -> z3.BoolRef:
-    """The top goal of the store's lane j: no thread of the launch stores a value other than the
-    reference's element `expected` = ref(e), ¬(hypothesis ∧ value ≠ ref(e)) (under the axiom instances its
-    functions need). The reference's term is built once per lane (`obligation`) and kept in
-    `PropertyResult.goals`: its bound variables are named afresh at each call, so a second call would give
-    an equal but not identical term."""
-    return z3.Not(z3.And(hypothesis_at(access, j, buffer, launch_ok), access.values[j] != expected))
-
-
-def is_goal(statement: z3.BoolRef, access: Access, j: int, buffer: Buffer, launch_ok: z3.BoolRef) -> bool:
-    """Whether `statement` is the top goal of the store's lane j for some reference term (`goal`)."""
-    if not (z3.is_not(statement) and z3.is_and(statement.arg(0)) and statement.arg(0).num_args() == 2):
-        return False
-    hypothesis, differs = statement.arg(0).children()
-    return hypothesis.eq(hypothesis_at(access, j, buffer, launch_ok)) and z3.is_distinct(differs) \
-        and differs.num_args() == 2 and differs.arg(0).eq(access.values[j])
 
 
 def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thread: Thread,

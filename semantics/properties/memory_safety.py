@@ -50,12 +50,17 @@ def goals(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread,
     return [(ob.name, goal_of(ob)) for ob in obs]
 
 
+def not_applicable(accesses: list[Access], buffers: dict[str, Buffer]) -> bool:
+    """Whether the kernel accesses memory, but only unbounded buffers (no bound to check)."""
+    return bool(accesses) and all(buffers[a.buffer].unbounded for a in accesses)
+
+
 def check(accesses: list[Access], buffers: dict[str, Buffer], thread: Thread, launch_ok: z3.BoolRef,
           checker: Checker, timeout_s: float, record) -> PropertyResult:
     """One obligation per access site; a model is a witness once its loop iterations are confirmed. Accesses
     to an unbounded buffer have no bound to check; when every access is one, the property is not applicable."""
     bounded = [a for a in accesses if not buffers[a.buffer].unbounded]
-    result = PropertyResult(NOT_APPLICABLE) if accesses and not bounded else PropertyResult()
+    result = PropertyResult(NOT_APPLICABLE) if not_applicable(accesses, buffers) else PropertyResult()
     for access in bounded:
         buffer = buffers[access.buffer]
         ob = obligation(access, buffer, thread, launch_ok)

@@ -13,29 +13,19 @@ import itertools
 
 import z3
 
-from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics.properties import block_slabs, warp_stores
+from lean_pool.checker import Obligation
+from semantics.properties import warp_stores
 from semantics.properties.common import (
-    UNKNOWN,
-    VIOLATED,
-    Finding,
-    PropertyResult,
-    escape,
     goal_of,
     input_reads,
-    mentions_opaque,
-    prove,
     rename_apart,
     second_thread,
-    shaped_inputs,
-    shaped_thread,
     thread_witness,
 )
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access
 
 OTHER = Thread.fresh("'")
-QUICK_S = 1.0   # the plain obligation's first try; a harder global pair goes to the slab lemma first
 
 
 def conflicting_pairs(accesses: list[Access]) -> list[tuple[Access, Access]]:
@@ -86,80 +76,26 @@ def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set
 def goals(accesses: list[Access], thread: Thread, launch: Launch,
           shared: set[str]) -> list[tuple[str, tuple[z3.BoolRef, ...]]]:
     """The top goals: per conflicting pair of access sites, no two threads race there. Each goal has two
-    accepted statements when a is b (one store site): ¬race, or ¬race between threads of different warps
-    (the warp-wide form, which `check` uses once `warp_stores.uniform` proved the warp's lanes write one
-    value — that side condition is not yet a theorem the verdict checks)."""
+    accepted statements when a is b (one store site): ¬race, or `warp_wide_goal`: the site's lanes of one warp
+    write one value (`warp_stores.uniform`) and no two threads of different warps race there."""
     out = []
     for a, b in conflicting_pairs(accesses):
         plain = obligation(a, b, thread, launch, shared)
-        warp_wide = z3.And(plain.formula, z3.Not(warp_stores.same_warp(thread, OTHER)))   # as `obligation` builds it
-        forms = (goal_of(plain), z3.Not(warp_wide)) if a is b else (goal_of(plain),)
-        out.append((plain.name, forms))
+        wide = warp_wide_goal(a, thread, launch, shared) if a is b else None
+        out.append((plain.name, (goal_of(plain),) if wide is None else (goal_of(plain), wide)))
     return out
 
 
-def check(accesses: list[Access], elem_bytes: dict[str, int], thread: Thread, launch: Launch, shared: set[str],
-          checker: Checker, timeout_s: float, record) -> PropertyResult:
-    result = PropertyResult()
-    slabs = block_slabs.Slabs(thread, OTHER, launch, checker, timeout_s, record)
-    for a, b in conflicting_pairs(accesses):
-        ob = obligation(a, b, thread, launch, shared)
-        outcome = prove(ob, checker, min(timeout_s, QUICK_S), record, result)
-        if outcome.status not in (PROVED, REFUTED) and a.space == "global":
-            if (theorem := _by_slabs(a, b, ob, thread, shared, slabs)) is not None:
-                result.theorems.append(theorem)
-                continue
-        if outcome.status not in (PROVED, REFUTED) and timeout_s > QUICK_S:
-            outcome = prove(ob, checker, timeout_s, record, result)
-        if outcome.status != PROVED and a is b and \
-                warp_stores.uniform(a, thread, OTHER, launch, shared, checker, timeout_s, record):
-            ob = obligation(a, b, thread, launch, shared, warp_wide=True)
-            outcome = prove(ob, checker, timeout_s, record, result)
-        if outcome.status == PROVED:
-            continue
-        if outcome.status == REFUTED and not mentions_opaque(ob.formula) and \
-                _reached(a, b, ob, outcome, thread, checker, timeout_s):
-            result.downgrade(VIOLATED)
-            size = a.elem_bytes if a.space == "shared" else elem_bytes[a.buffer]
-            result.findings.append(_finding(a, b, size, outcome.model))
-            result.findings[-1].witness["inputs"] = shaped_inputs(ob.formula, outcome.model)
-            break
-        result.downgrade(UNKNOWN, f"could not rule out a race between lines {a.line} and {b.line} on {a.buffer} "
-                                  f"({outcome.reason or 'counterexample not confirmed'})")
-    return result
+def warp_wide_obligations(a: Access, thread: Thread, launch: Launch, shared: set[str]) -> list[Obligation] | None:
+    """For one store site: the obligations that its lanes of one warp write one value (`warp_stores`), then the
+    race between threads of different warps; None where the site cannot be a warp-wide write."""
+    uniform = warp_stores.obligations(a, thread, OTHER, launch, shared)
+    return None if uniform is None else [*uniform, obligation(a, a, thread, launch, shared, warp_wide=True)]
 
 
-def _by_slabs(a: Access, b: Access, ob: Obligation, thread: Thread, shared: set[str],
-              slabs: block_slabs.Slabs):
-    """⊢ ¬race at (a, b) by the per-block slab lemma (`block_slabs`), or None."""
-    pairs = rename_apart([b.guard, b.offset], thread, OTHER, shared)
-    guard_b, offset_b = (z3.substitute(t, *pairs) for t in (b.guard, b.offset))
-    return block_slabs.prove_race_free(a, b, ob.formula, guard_b, offset_b, pairs, slabs, ob.name)
-
-
-def _reached(a: Access, b: Access, ob: Obligation, outcome, thread: Thread, checker: Checker,
-             timeout_s: float) -> bool:
-    """Both threads' loop iterations in the model are really reached."""
-    for access, suffix in ((a, ""), (b, "'")):
-        if not access.loops:
-            continue
-        originals = thread_witness(thread, access.loops)
-        named = thread_witness(thread, access.loops, suffix)   # same order, the names the model used
-        fixes = [(t, z3.BitVecVal(outcome.model[name], t.size()))
-                 for t, name in zip(originals.values(), named, strict=True)]
-        probe = Obligation("reachability of a witness", "race_freedom", escape(access.loops, fixes))
-        if checker.check(probe, timeout_s).status != PROVED:
-            return False
-    return True
-
-
-def _finding(a: Access, b: Access, elem_bytes: int, model: dict) -> Finding:
-    index = model["offset"] // elem_bytes
-    first, second = shaped_thread(model), shaped_thread(model, "'")
-    msg = (f"data race on {a.buffer}[{index}]: block {first['block']} thread {first['thread']} {a.kind}s it "
-           f"(line {a.line}) while block {second['block']} thread {second['thread']} {b.kind}s it "
-           f"(line {b.line})")
-    witness = {"buffer": a.buffer, "element_index": index,
-               "first": {**first, "access": a.kind, "line": a.line},
-               "second": {**second, "access": b.kind, "line": b.line}}
-    return Finding("race_freedom", msg, witness)
+def warp_wide_goal(a: Access, thread: Thread, launch: Launch, shared: set[str]) -> z3.BoolRef | None:
+    """The warp-wide form of one store site's race goal, each of `warp_wide_obligations` unsat (their
+    conjunction, as `rules.conj` states it). Two lanes of one warp at a site that stores one value to one place
+    are one write, not a race."""
+    obs = warp_wide_obligations(a, thread, launch, shared)
+    return None if obs is None else z3.And(*(goal_of(ob) for ob in obs))

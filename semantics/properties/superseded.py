@@ -24,7 +24,7 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.properties.coverage import E, writer_variables
-from semantics.properties.equivalence import element_index
+from semantics.properties.lanes import element_index
 from semantics.ptx.machine import Buffer, Launch, Thread
 from semantics.ptx.state import Access
 

@@ -37,21 +37,28 @@ def same_warp(thread: Thread, other: Thread) -> z3.BoolRef:
 LANES = 32
 
 
-def uniform(store: Access, thread: Thread, other: Thread, launch: Launch, shared: set[str], checker: Checker,
-            timeout_s: float, record) -> bool:
-    """Whether every lane of a warp executes `store` together and all of them store one value."""
+def obligations(store: Access, thread: Thread, other: Thread, launch: Launch,
+                shared: set[str]) -> list[Obligation] | None:
+    """The two obligations (convergence, one value) that make `store` a warp-wide write, or None for a store
+    that cannot be one (in a loop, a value that depends on more than the thread's coordinates, ...)."""
     if store.kind != "store" or store.loops or launch.block[1:] != (1, 1) or launch.block[0] % LANES:
-        return False
+        return None
     coordinates = {str(v) for v in thread.variables()}
     if any(str(c) not in coordinates for t in (store.guard, *store.values) for c in local_constants(t, shared)):
-        return False   # a value that depends on more than the thread's coordinates: lanes are not substitutions
+        return None   # a value that depends on more than the thread's coordinates: lanes are not substitutions
     pairs = rename_apart([store.guard], thread, other, shared)
     base = z3.And(thread.in_launch(launch), other.in_launch(launch), same_warp(thread, other),
                   z3.Not(thread.same_thread(other)))
     converged = Obligation(f"race_freedom: every lane of the warp executes the store at line {store.line}",
                            "race_freedom", z3.And(base, store.guard, z3.Not(z3.substitute(store.guard, *pairs))))
-    return _proved(converged, checker, timeout_s, record) and \
-        _proved(_one_value(store, thread, launch), checker, timeout_s, record)
+    return [converged, _one_value(store, thread, launch)]
+
+
+def uniform(store: Access, thread: Thread, other: Thread, launch: Launch, shared: set[str], checker: Checker,
+            timeout_s: float, record) -> bool:
+    """Whether every lane of a warp executes `store` together and all of them store one value."""
+    obs = obligations(store, thread, other, launch, shared)
+    return obs is not None and all(_proved(ob, checker, timeout_s, record) for ob in obs)
 
 
 def _one_value(store: Access, thread: Thread, launch: Launch) -> Obligation:

@@ -1,0 +1,85 @@
+"""The top goals of the properties and how theorems meet them: what `verified` rests on.
+
+Each property's checks state its top goals (`Goals`: per site, the statement or statements a theorem may state
+to establish it); `established` holds a property `proved` only where kernel theorems without hypotheses state
+every one. Both `lark verify` and `lark check` decide this way, from goals the trusted semantics states itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import z3
+
+from semantics.proof import Theorem
+from semantics.properties.common import PROVED, UNKNOWN, PropertyResult
+
+Goals = list[tuple[str, z3.BoolRef | tuple[z3.BoolRef, ...] | None]]   # (what, accepted statement(s))
+
+
+def accepted_forms(forms: z3.BoolRef | tuple[z3.BoolRef, ...] | None) -> tuple[z3.BoolRef, ...]:
+    """A goal's accepted statements as a tuple (`Goals`: one, several, or None for none)."""
+    return () if forms is None else (forms,) if isinstance(forms, z3.ExprRef) else tuple(forms)
+
+
+def identity(statement: z3.BoolRef) -> object:
+    """A statement's key for `standings`: the AST itself (hash-consed: one key per term)."""
+    return statement.get_id()
+
+
+def standings(result: PropertyResult, goals: Goals, key: Callable[[z3.BoolRef], object] = identity) \
+        -> list[tuple[str, str]]:
+    """Each top goal of a property and how it stands: `stated` exactly by a theorem of the kernel without
+    hypotheses (one of its accepted forms; "exactly" is `key`'s: the AST, or for `lark check`, which derives the
+    goals in another process, the AST up to the order of commutative arguments, `semantics.checkers.Known.key`),
+    `rewritten` (an equivalence lane whose sides tactics rewrote, stated in the rewritten form: the part not yet
+    composed by kernel rules), else `open`, or `no form` where the checks gave no statement to prove (never
+    established)."""
+    stated = {key(t.conclusion) for t in result.theorems if not t.hypotheses}
+    found = []
+    for what, forms in goals:
+        forms = accepted_forms(forms)
+        if any(key(f) in stated for f in forms):
+            found.append((what, "stated"))
+        elif any(_rewrites(f, result.rewritten.get(f.get_id())) for f in forms):
+            found.append((what, "rewritten"))
+        else:
+            found.append((what, "open" if forms else "no form"))
+    return found
+
+
+def established(results: dict[str, PropertyResult], expected: dict[str, Goals],
+                accept: tuple[str, ...] = ("stated", "rewritten"),
+                key: Callable[[z3.BoolRef], object] = identity) -> dict[str, dict[str, int]]:
+    """A property is `proved` only where every one of its top goals stands as one of `accept` (`standings`);
+    otherwise it becomes `unknown`, naming the first goal that is not. Returns, per proved property, how
+    many goals there were and how each was met, up to the first that was not."""
+    counts = {}
+    for prop, goals in expected.items():
+        result = results[prop]
+        if result.state != PROVED:
+            continue
+        stand = standings(result, goals, key)
+        unmet = next((k for k, (_, how) in enumerate(stand) if how not in accept), len(stand))
+        met = [how for _, how in stand[:unmet]]
+        counts[prop] = {"goals": len(goals), "stated": met.count("stated"), "rewritten": met.count("rewritten")}
+        if unmet < len(stand):
+            result.downgrade(UNKNOWN, f"no kernel theorem states the goal of {stand[unmet][0]}")
+    return counts
+
+
+def _comparison(statement: z3.BoolRef) -> z3.BoolRef | None:
+    """h of a statement ¬(h ∧ a ≠ b), else None."""
+    if z3.is_not(statement) and z3.is_and(statement.arg(0)) and statement.arg(0).num_args() == 2 \
+            and z3.is_distinct(statement.arg(0).arg(1)):
+        return statement.arg(0).arg(0)
+    return None
+
+
+def _rewrites(goal: z3.BoolRef, theorem: Theorem | None) -> bool:
+    """Whether an unconditional theorem compares, under the goal's own hypothesis, what tactics rewrote the
+    goal's two sides to: ¬(h ∧ a' ≠ b') for the goal ¬(h ∧ a ≠ b)."""
+    if theorem is None or theorem.hypotheses:
+        return False
+    h, h2 = _comparison(goal), _comparison(theorem.conclusion)
+    return h is not None and h2 is not None and h.eq(h2)
