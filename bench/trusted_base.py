@@ -46,6 +46,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/divisions.py", TACTIC, "quotient/remainder rewriting of index divisions"),
     ("semantics/properties/compose.py", TACTIC, "undoing a lane's rewrites by kernel rules (closing it to its goal)"),
     ("semantics/properties/matched_sums.py", TACTIC, "the matcher's Sum pairs restated by reindex_lanes"),
+    ("semantics/properties/tiled_unions.py", TACTIC, "the matcher's unions and folds restated by tiled_union"),
     ("semantics/properties/prefix_proofs.py", TACTIC, "the prefix split and peel restated by kernel rules"),
     ("semantics/properties/prefix_guards.py", TACTIC, "an exclusive scan's guard on its empty prefix removed"),
     ("semantics/properties/block_slabs.py", TACTIC, "races across blocks ruled out by per-block slabs (kernel rules)"),

@@ -1,20 +1,23 @@
 """z3 terms as certificate text, read back as the very same terms; prover hints to and from JSON.
 
 A proof replayed by `lark check` must meet goals that the semantics derives again from the sources, by AST
-identity, so a term must come back as exactly the term that was written. z3's own printer (`sexpr()`) and
-parser (`z3.parse_smt2_string`) nearly round-trip; two things do not, and are handled here:
+identity (up to the order of commutative arguments), so a term must come back as exactly the term that was
+written. z3's own printer (`sexpr()`) does not round-trip through its parser (`z3.parse_smt2_string`): it
+regroups n-ary `+` and `concat`, prints a negative or fractional numeral as an application, and reads a declared
+`exp` as its own transcendental function. So terms are printed here (`_Printer`), and parsed by z3:
 
-* a rational numeral that is negative or not an integer prints as an application, `(- 1.0)` or
-  `(/ 1.0 3.0)`, which parses back as negation or division of numerals: such a numeral is written as a
-  constant `|lark.real!p/q|` (`|lark.int!n|` for a negative integer), declared with the others, and read
-  back as the numeral p/q;
-* a quantifier or lambda the parser builds carries a quantifier id named after its variables, which one
-  built through the API does not: each is rebuilt through the API from its variables and body.
+* every application is written with exactly its own arguments; each closed subterm that is not a leaf is one
+  `define-fun`, shared by all terms of the table (a value read by every lane is written once);
+* a rational numeral that is negative or not an integer is written as a constant `|lark.real!p/q|`
+  (`|lark.int!n|` for a negative integer), declared with the others, and read back as the numeral p/q;
+* an uninterpreted function named like a solver's built-in (`exp`, `tanh`, ...) is written `lark.fn!exp` and
+  named back;
+* a quantifier or lambda the parser builds carries a quantifier id named after its variables, which one built
+  through the API does not: each is rebuilt through the API from its variables and body.
 
 Symbols are quoted where SMT-LIB needs it (`tid.x'`); z3's internal operators (`bvudiv_i`) round-trip as they
-are. Every term of a table shares one list of declarations. Reading a text is untrusted work: whatever it
-yields, the kernel's rules judge the terms it is handed, and a goal is met only by a theorem that states
-exactly what the semantics derives itself.
+are. Reading a text is untrusted work: whatever it yields, the kernel's rules judge the terms it is handed, and a
+goal is met only by a theorem that states what the semantics derives itself.
 
 An obligation's certified text (`obligation_text`) is the declarations of its free symbols sorted by name, then
 `(assert <formula.sexpr()>)`: unlike `Obligation.smt2()` (z3's benchmark printer, whose `let` binders are
@@ -30,14 +33,14 @@ from fractions import Fraction
 import z3
 
 from lean_pool.checker import SIMPLE_SYMBOL, Obligation
-from lean_pool.cvc5_checker import standard_smt2
+from lean_pool.cvc5_checker import SOLVER_TRANSCENDENTALS, standard_smt2
 from orchestrator.cert_schema import Hint, TableTerm, Term
 from semantics.problem import Provers
 from semantics.terms import subterms
 
 _HOLE = "|lark.term|"        # the name a single parsed term is bound to
 _TERM = "lark.t!{}"          # the names the terms of a table are bound to
-_REAL, _INT = "lark.real!", "lark.int!"
+_REAL, _INT, _IDEAL = "lark.real!", "lark.int!", "lark.fn!"
 
 
 class BadTerm(Exception):
@@ -133,7 +136,7 @@ class _Printer:
         if z3.is_true(t) or z3.is_false(t):
             return t.sexpr()
         if t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            return _quoted(t.decl().name())
+            return _symbol(t.decl().name())
         raise BadTerm(f"a constant {t.sexpr()} has no certificate form")
 
     def _closed(self, term: z3.ExprRef) -> str:
@@ -197,7 +200,7 @@ class _Printer:
             if decl.kind() == z3.Z3_OP_CONST_ARRAY:
                 op = f"(as const {t.sort().sexpr()})"
             elif decl.kind() == z3.Z3_OP_UNINTERPRETED:
-                op = _quoted(decl.name())
+                op = _symbol(decl.name())
             else:
                 name = decl.sexpr().split()[1]
                 params = decl.params()
@@ -212,11 +215,22 @@ def _quoted(name: str) -> str:
     return name if SIMPLE_SYMBOL.fullmatch(name) else f"|{name}|"
 
 
+def _symbol(name: str) -> str:
+    """A free symbol's name in the text: z3's parser reads a declared `exp` (or `log`, `tanh`, ...) as its own
+    transcendental function, so those are written `lark.fn!exp` and named back after parsing (`_rebuild`)."""
+    return _quoted(_IDEAL + name if name in SOLVER_TRANSCENDENTALS else name)
+
+
+def _declaration(decl: z3.FuncDeclRef) -> str:
+    domain = " ".join(decl.domain(i).sexpr() for i in range(decl.arity()))
+    return f"(declare-fun {_symbol(decl.name())} ({domain}) {decl.range().sexpr()})"
+
+
 def write_terms(terms: list[z3.ExprRef]) -> tuple[list[str], list[TableTerm]]:
     """The declarations and definitions table, and each term's text (a leaf or a definition's name)."""
     printer = _Printer()
     texts = [TableTerm(sort=t.sort().sexpr(), sexpr=printer.term(t)) for t in terms]
-    declarations = [d.sexpr() for d in free_declarations(*terms)] if terms else []
+    declarations = [_declaration(d) for d in free_declarations(*terms)] if terms else []
     declarations += [f"(declare-fun {_quoted(name)} () {numeral.sort().sexpr()})"
                      for name, numeral in sorted(printer.placeholders.items())]
     names = [d.split()[1] for d in declarations]
@@ -272,13 +286,17 @@ def _rebuild(t: z3.ExprRef, kids: list[z3.ExprRef]) -> z3.ExprRef:
         return make(bound, body)
     if not z3.is_app(t):
         return t
-    if t.num_args() == 0 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-        numeral = _numeral(t.decl().name())
-        return t if numeral is None else numeral
-    if all(k.eq(c) for k, c in zip(kids, t.children(), strict=True)):
+    decl = t.decl()
+    if t.num_args() == 0 and decl.kind() == z3.Z3_OP_UNINTERPRETED:
+        numeral = _numeral(decl.name())
+        if numeral is not None:
+            return numeral
+    if decl.kind() == z3.Z3_OP_UNINTERPRETED and decl.name().startswith(_IDEAL):
+        decl = z3.Function(decl.name()[len(_IDEAL):], *(decl.domain(i) for i in range(decl.arity())), decl.range())
+    elif all(k.eq(c) for k, c in zip(kids, t.children(), strict=True)):
         return t
     args = (z3.Ast * len(kids))(*(k.as_ast() for k in kids))   # the decl as it is: no coercion, any arity
-    return z3.z3._to_expr_ref(z3.Z3_mk_app(t.ctx_ref(), t.decl().ast, len(kids), args), t.ctx)
+    return z3.z3._to_expr_ref(z3.Z3_mk_app(t.ctx_ref(), decl.ast, len(kids), args), t.ctx)
 
 
 def free_constants(term: z3.ExprRef) -> list[z3.ExprRef]:

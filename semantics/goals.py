@@ -12,7 +12,7 @@ from collections.abc import Callable
 import z3
 
 from semantics.proof import Theorem
-from semantics.properties.common import PROVED, UNKNOWN, PropertyResult
+from semantics.properties.common import NOT_CHECKED, PROVED, UNKNOWN, VIOLATED, PropertyResult
 
 Goals = list[tuple[str, z3.BoolRef | tuple[z3.BoolRef, ...] | None]]   # (what, accepted statement(s))
 
@@ -83,3 +83,15 @@ def _rewrites(goal: z3.BoolRef, theorem: Theorem | None) -> bool:
         return False
     h, h2 = _comparison(goal), _comparison(theorem.conclusion)
     return h is not None and h2 is not None and h.eq(h2)
+
+
+def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
+    """The verdict of the property states (worst first: refuted, unknown, verified); `not_applicable` holds like
+    `proved` (it is never violated). Only `established` makes a property `proved`."""
+    states = {p: r.state for p, r in results.items()}
+    if VIOLATED in states.values():
+        return "refuted", None
+    reasons = [reason for r in results.values() for reason in r.reasons]
+    if UNKNOWN in states.values() or NOT_CHECKED in states.values():
+        return "unknown", "; ".join(reasons) or "not every property was checked"
+    return "verified", None

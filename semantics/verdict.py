@@ -21,7 +21,7 @@ from semantics.concrete.reproduce import confirm
 from semantics.constants import AXIOM as CONSTANT_AXIOM
 from semantics.constants import Identification
 from semantics.derive import MAX_STORED_NODES, Decision, Tactics, decide
-from semantics.goals import accepted_forms, established, standings
+from semantics.goals import accepted_forms, established, merge, standings
 from semantics.problem import Problem, Provers, Report
 from semantics.properties import atomics, barriers, coverage, equivalence, memory_safety, race_search
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
@@ -34,17 +34,6 @@ __all__ = ["MAX_STORED_NODES", "TACTICS", "FiniteOnly", "Problem", "Provers", "R
 
 TACTICS = Tactics(memory_safety=memory_safety.check, race_freedom=race_search.check, barrier_uniformity=barriers.check,
                   equivalence=equivalence.check, atomics=atomics.check, coverage=coverage.check)
-
-
-def merge(results: dict[str, PropertyResult]) -> tuple[str, str | None]:
-    """The verdict of the property states; `not_applicable` holds like `proved` (it is never violated)."""
-    states = {p: r.state for p, r in results.items()}
-    if VIOLATED in states.values():
-        return "refuted", None
-    reasons = [reason for r in results.values() for reason in r.reasons]
-    if UNKNOWN in states.values() or "not_checked" in states.values():
-        return "unknown", "; ".join(reasons) or "not every property was checked"
-    return "verified", None
 
 
 def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: float = 600.0,

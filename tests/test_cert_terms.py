@@ -28,6 +28,7 @@ TERMS = {
     "indexed operators": z3.Extract(3, 0, a) == z3.Extract(7, 4, z3.ZeroExt(4, b)),
     "a symbol that needs quoting": z3.BitVec("tid.x'", 32) + 1,
     "ite, implication, distinct": z3.Implies(z3.Distinct(x, y, z), z3.If(x > y, x, y) == x),
+    "an ideal function named like a solver's own": z3.Function("exp", z3.RealSort(), z3.RealSort())(x) > 0,
 }
 
 

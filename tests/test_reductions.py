@@ -289,7 +289,9 @@ def test_block_sum_obligations_do_not_grow_with_the_block():
         kernel, reference = matcher(log).rewrite(_block_sum(threads, registers), _chunked_row_sum(threads, registers))
         assert z3.eq(kernel, reference) and str(kernel).startswith("reduction!")
         counts.append(len(log))
-    assert counts[0] == counts[1] < 30   # lane by lane, 128 × 8 lanes would be thousands
+    # the matcher's obligations and those of the union's restatement by the kernel (`tiled_union`: one per part);
+    # lane by lane, 128 × 8 lanes would be thousands
+    assert counts[0] == counts[1] < 50
 
 
 def test_block_sum_with_one_wrong_lane_is_not_matched():

@@ -2,22 +2,19 @@
 
 A theorem is a sequent `hypotheses ⊢ conclusion` resting on `axioms`: for every value of its free symbols
 (uninterpreted constants and functions: thread ids, input tensors, the uninterpreted `Sum`), if every axiom
-instance and every hypothesis holds, the conclusion holds. All three are closed z3 formulas; free symbols
-are implicitly universally quantified. A theorem with hypotheses is conditional: `assume` is the only rule
-that adds one, so a hypothesis names exactly what a proof has not yet discharged.
+instance and every hypothesis holds, the conclusion holds. Free symbols are implicitly universally quantified.
+`assume` is the only rule that adds a hypothesis, so a hypothesis names exactly what a proof has not discharged.
 
 Only `semantics.proof` mints theorems: `Theorem(...)` outside `_mint` raises `Forged` (also through
-`dataclasses.replace`, which calls `__init__`). Python has no real privacy — `object.__new__` and
-`object.__setattr__` can still build one — so this wall stops mistakes and careless tactics, and the
-import contract (`pyproject.toml`, tests/test_trusted_base.py) stops the kernel from depending on them.
+`dataclasses.replace`). Python has no real privacy (`object.__new__` can still build one), so this wall stops
+mistakes and careless tactics, and the import contract (pyproject.toml) stops the kernel depending on them.
 
-**The proof as data.** Every rule is declared with `@rule`, which records on the theorem it returns the
-`Step` that made it: the rule's name and the inputs it was called with (terms, numbers, strings, premise
-theorems, maps, lanes), by parameter name. The checker and the time limit are not part of the proof and are
-left out. Premises are the theorem objects themselves, so the steps form a DAG in which a premise used twice
-is one node. Recording binds the call's arguments and nothing else: terms are hash-consed z3 ASTs, kept by
-reference, never copied or printed. `replay` calls a recorded step's rule again on its inputs (the way
-`lark check` re-derives a certified proof); a rule added later needs only the decorator.
+**The proof as data.** Every rule is declared with `@rule`, which records on the theorem it returns the `Step`
+that made it: the rule's name and its inputs by parameter name (terms, numbers, strings, premise theorems,
+maps, lanes), not the checker or the time limit. Premises are the theorem objects themselves, so the steps form
+a DAG in which a premise used twice is one node; terms are hash-consed z3 ASTs, kept by reference, never copied
+or printed. `replay` applies a recorded step's rule again (how `lark check` re-derives a certified proof); a
+rule added later needs only the decorator.
 """
 
 from __future__ import annotations
@@ -93,8 +90,19 @@ class Theorem:
 
     @functools.cached_property
     def evidence(self) -> tuple[tuple[Obligation, Outcome], ...]:
-        """The premises' evidence in order, then the theorem's own (computed once, when first asked)."""
-        return tuple(e for p in self.premises for e in p.evidence) + self.own
+        """The premises' evidence in order, then the theorem's own (computed once, when first asked; premises
+        first, without recursion: a proof's chain of steps is deep)."""
+        stack = [(self, False)]
+        while stack:
+            t, expanded = stack.pop()
+            if "evidence" in t.__dict__:
+                continue
+            if not expanded:
+                stack.append((t, True))
+                stack.extend((p, False) for p in t.premises if "evidence" not in p.__dict__)
+                continue
+            t.__dict__["evidence"] = tuple(e for p in t.premises for e in p.__dict__["evidence"]) + t.own
+        return self.__dict__["evidence"]
 
     def states(self, goal: z3.BoolRef) -> bool:
         """Whether this theorem is exactly `goal`, unconditionally: no hypotheses, structurally the same

@@ -74,7 +74,11 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
         steps += [compose.Step(value, before, equation) for before, equation in equations]
         expected = divided
     if pad:
-        padded = pad(value, hypothesis)
+        padded, cuts = pad(value, hypothesis)
+        for whole, head, equation in cuts:   # one step per cut sum: undone by its own equation
+            cut = z3.substitute(value, (whole, head))
+            steps.append(compose.Step(value, expected, equation))
+            value = cut
         steps += compose.opaque(value, expected, (padded, expected))
         value = padded
     if accumulate:

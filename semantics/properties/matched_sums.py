@@ -39,6 +39,10 @@ class Match:
     phis: tuple[z3.BitVecRef, ...]
     psis: tuple[z3.BitVecRef | None, ...]
     terms: tuple[z3.ExprRef, ...] | None = None   # the kernel term of each family, when none is folded
+    # per family, the kernel term it opens or a fold's template, with the fold (None: one kernel term), and
+    # whether comprehension bodies were split into lanes (`semantics.properties.tiled_unions`)
+    sources: tuple[tuple[z3.ExprRef, object], ...] | None = None
+    split: bool = True
 
 
 def equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> Theorem | None:

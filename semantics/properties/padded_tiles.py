@@ -26,10 +26,14 @@ import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.comprehension import SUM, is_comprehension, sum_over
+from semantics.proof import Refused, Theorem
+from semantics.proof.sums import sum_apart
+from semantics.properties import compose
 from semantics.properties.common import model_of
 from semantics.terms import constants, outside_binders
 
 SCAN = 64          # iterations folded, from the end, to guess where a lane's zero tail starts
+EQUATION_S = 10.0  # each side condition of a cut's kernel equation (the cut is proved already: this is extra)
 MAX_DECISIONS = 24  # selections decided per lane
 
 
@@ -60,6 +64,7 @@ class TileCutter:
         self.hyp, self.key, self.checker, self.timeout_s, self.record = hypothesis, key, checker, timeout_s, record
         self._undecided: set[int] = set()
         self._keep: list = []  # the undecided selections themselves, so their ids are not reused
+        self.steps: list[compose.Step] = []   # the cuts, each with its kernel equation, for `compose.close`
 
     def rewrite(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
         targets = [n for r in (t for t in _sums(reference) if is_comprehension(t)) if (n := _size(r)) is not None]
@@ -80,8 +85,25 @@ class TileCutter:
             # when a certificate is checked in another process
             lanes = sorted(lanes, key=lambda t: t.sexpr())
             parts = [self._lane(lane, var, lo, hi, f"{n}.{i}", fixes) for i, lane in enumerate(lanes)]
-            cut.append((s, z3.Sum(parts) if len(parts) > 1 else parts[0]))
-        return (z3.substitute(kernel, *cut) if cut else kernel), reference
+            cut.append((s, z3.Sum(parts) if len(parts) > 1 else parts[0], tuple(zip(lanes, parts, strict=True)), var))
+        self.steps = []
+        for s, new, lanes, var in cut:   # one step per cut Sum, undone by its kernel equation (`sum_apart`)
+            self.steps.append(compose.Step(kernel, reference, self._equation(s, lanes, var)))
+            kernel = z3.substitute(kernel, (s, new))
+        return kernel, reference
+
+    def _equation(self, whole: z3.ExprRef, lanes: tuple, var: z3.BitVecRef) -> Theorem | None:
+        """⊢ h → whole = Σ heads by the kernel's `sum_apart` (its side conditions recorded), or None."""
+        try:
+            theorem = sum_apart(whole, tuple((var, lane, head) for lane, head in lanes), self.checker,
+                                min(self.timeout_s, EQUATION_S), under=self.hyp)
+        except Refused as refused:
+            if refused.obligation is not None:
+                self.record(refused.obligation, refused.outcome)
+            return None
+        for ob, outcome in theorem.evidence:
+            self.record(ob, outcome)
+        return theorem
 
     def _lane(self, lane: z3.ArithRef, var: z3.BitVecRef, lo: int, hi: int, name: str,
               fixes: list | None) -> z3.ArithRef:

@@ -15,10 +15,13 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, Checker, Obligation
-from semantics.comprehension import SUM, sum_over
+from semantics.comprehension import SUM, body_at, sum_over
+from semantics.proof import Refused, Theorem
+from semantics.proof.sums import sum_apart
 from semantics.terms import outside_binders
 
 BATCH = 64   # premises of this many sums go to the solver as one obligation
+EQUATION_S = 10.0   # each side condition of a cut's kernel equation (the cut is proved already: this is extra)
 
 
 def _padded(term: z3.ExprRef) -> tuple[z3.BoolRef, z3.ArithRef] | None:
@@ -50,16 +53,21 @@ def _cut(model: z3.ModelRef, lo: int, hi: int, pad) -> int | None:
     return low
 
 
-def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float, record) -> z3.ExprRef:
-    """`term` with every Sum whose padded iterations are proved to be a tail cut down to its kept range."""
+Cut = tuple[z3.ExprRef, z3.ExprRef, Theorem | None]   # (a Sum, its kept head, ⊢ h → Sum = head or None)
+
+
+def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float,
+            record) -> tuple[z3.ExprRef, list[Cut]]:
+    """`term` with every Sum whose padded iterations are proved to be a tail cut down to its kept range, and each
+    cut with its kernel equation (`sums.sum_apart`; None where a side condition of the rule was not proved)."""
     sums = [t for t in outside_binders(term, (SUM,)) if _padded(t) is not None]
     if not sums:
-        return term
+        return term, []
     solver = z3.Solver()
     solver.set("timeout", 5000)
     solver.add(hypothesis)
     if solver.check() != z3.sat:
-        return term
+        return term, []
     model = solver.model()
     candidates = []
     for n, s in enumerate(sums):
@@ -84,5 +92,23 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_
         outcome = checker.check(ob, timeout_s)
         record(ob, outcome)
         if outcome.status == PROVED:
-            replaced += [(s, cut_sum) for s, cut_sum, _ in batch]
-    return z3.substitute(term, *replaced) if replaced else term
+            replaced += [(s, cut_sum, _equation(s, cut_sum, hypothesis, checker, timeout_s, record))
+                         for s, cut_sum, _ in batch]
+    return (z3.substitute(term, *[(s, c) for s, c, _ in replaced]) if replaced else term), replaced
+
+
+def _equation(whole: z3.ExprRef, head: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float,
+              record) -> Theorem | None:
+    """⊢ h → whole = head by the kernel's `sum_apart` with one lane, the whole body (its side conditions
+    recorded), or None."""
+    v = z3.BitVec("pad!lane", 64)
+    try:
+        theorem = sum_apart(whole, ((v, body_at(whole.arg(2), v), head),), checker, min(timeout_s, EQUATION_S),
+                            under=hypothesis)
+    except Refused as refused:
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
+        return None
+    for ob, outcome in theorem.evidence:
+        record(ob, outcome)
+    return theorem

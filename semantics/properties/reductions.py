@@ -43,7 +43,7 @@ from lean_pool.checker import PROVED, Checker, Obligation
 from semantics import purify
 from semantics.canonical import is_extremum_node
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, SUM, is_comprehension
-from semantics.properties import arg_reductions, compose, matched_sums, nested_sums
+from semantics.properties import arg_reductions, compose, matched_sums, nested_sums, tiled_unions
 from semantics.properties.common import model_of
 from semantics.properties.fold import MAX_AXES, Fold, Outer, fold
 from semantics.properties.tiles import tiles as _tiles
@@ -255,8 +255,10 @@ class Matcher:
                         symbol = self._symbol(cr)
                         named = union.replaced(kernel, symbol)
                         # undone by s := cr, then ⊢ h → named[s := cr] = kernel from the union's theorem
-                        self.steps.append(compose.Step(kernel, reference, matched_sums.union_equation(
-                            self, union.parts, cr, z3.substitute(named, (symbol, cr)), kernel), (symbol, cr)))
+                        named_cr = z3.substitute(named, (symbol, cr))
+                        equation = matched_sums.union_equation(self, union.parts, cr, named_cr, kernel) or \
+                            tiled_unions.union_equation(self, union, cr, named_cr, kernel)
+                        self.steps.append(compose.Step(kernel, reference, equation, (symbol, cr)))
                         kernel = named
                         reference = z3.substitute(reference, (cr, symbol))
                         progress = True
@@ -279,6 +281,8 @@ class Matcher:
                 families = [dataclasses.replace(f, init=None) for f in families]
             key = f"{self.key}:reduction{self.count}:{'lanes' if split else 'whole'}"
             if self._union_equal(families, ref, key):
+                sources = tuple((ck, None) for ck in alone) + tuple((f.template, f) for f in folds)
+                self.matched = dataclasses.replace(self.matched, sources=sources, split=split)
                 if not folds:   # each family one kernel term: the pairing can be restated (`matched_sums`)
                     self.matched = dataclasses.replace(self.matched, terms=tuple(alone))
                 return True
