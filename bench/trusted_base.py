@@ -1,6 +1,6 @@
 """Regenerate the file table of docs/trusted_base.md: every source file under semantics/ and lean_pool/, its
-line count, and what it is trusted for (or that it is a tactic, untrusted in principle but still inside the
-wall today: the migration list).
+line count, its role (trusted: what a `verified` rests on; refutation: what only a `refuted` rests on besides;
+tactic: proof search, untrusted) and what it is trusted for.
 
     python bench/trusted_base.py            # print the table and the totals
     python bench/trusted_base.py --write    # rewrite the table in docs/trusted_base.md
@@ -17,7 +17,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "trusted_base.md"
 BEGIN, END = "<!-- table:begin (bench/trusted_base.py) -->", "<!-- table:end -->"
-TRUSTED, TACTIC = "trusted", "tactic"
+# trusted: what a `verified` rests on (`lark check` imports exactly these, and the kernel); refutation: what a
+# `refuted` rests on besides them (the independent concrete check of a witness); tactic: proof search, untrusted
+TRUSTED, REFUTATION, TACTIC = "trusted", "refutation", "tactic"
+ROLES = (TRUSTED, REFUTATION, TACTIC)
 
 # (path or folder prefix, role, what it is trusted for): the first matching row classifies a file.
 GROUPS: list[tuple[str, str, str]] = [
@@ -54,9 +57,9 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/", TRUSTED, "the property goals and their obligations (bounds, races, barriers, values)"),
     ("semantics/ptx/", TRUSTED, "PTX semantics: grammar, parser, machine model, instruction table, symbolic execution"),
     ("semantics/torch/", TRUSTED, "ATen semantics and the capture sandbox"),
-    ("semantics/concrete/", TRUSTED, "the concrete interpreter that reproduces refutations"),
-    ("semantics/replay.py", TRUSTED, "concrete evaluation of witnesses on real numbers (refutations)"),
-    ("semantics/sparse.py", TRUSTED, "sparse replay of long comprehensions (refutations)"),
+    ("semantics/concrete/", REFUTATION, "the concrete interpreter that reproduces refutations"),
+    ("semantics/replay.py", REFUTATION, "concrete evaluation of witnesses on real numbers (refutations)"),
+    ("semantics/sparse.py", REFUTATION, "sparse replay of long comprehensions (refutations)"),
     ("semantics/axioms.py", TRUSTED, "the axiom table (ideal functions and their facts)"),
     ("semantics/preconditions.py", TRUSTED, "value-range preconditions on integer inputs (by_smt's instances)"),
     ("semantics/constants.py", TRUSTED, "reference float32 constants a kernel literal may stand for (float.constant)"),
@@ -94,14 +97,14 @@ def rows() -> list[tuple[str, int, str, str]]:
         role, what = classify(rel)
         found.append((rel, lines(path), role, what))
     order = {what: n for n, (_, _, what) in enumerate(GROUPS)}
-    return sorted(found, key=lambda r: (r[2] != TRUSTED, order[r[3]], r[0]))
+    return sorted(found, key=lambda r: (ROLES.index(r[2]), order[r[3]], r[0]))
 
 
 def render() -> str:
     table = rows()
     out = ["| file | lines | role | trusted for |", "|---|---:|---|---|"]
     out += [f"| `{f}` | {n} | {role} | {what} |" for f, n, role, what in table]
-    for role in (TRUSTED, TACTIC):
+    for role in ROLES:
         total = sum(n for _, n, r, _ in table if r == role)
         out.append(f"| **total {role}** | {total} | | |")
     return "\n".join(out)
