@@ -103,9 +103,28 @@ def structural_digest(formula: z3.ExprRef) -> str:
     """A digest equal for two formulas that differ at most in the order of commutative arguments: each node
     is its operator, sort and its children's digests (sorted under a commutative operator); constants keep
     their names. For comparing one obligation derived twice, not for caching (no alpha-renaming)."""
-    with Z3_LOCK:
-        printer = _Printer(formula.ctx)
-        digests: dict[int, str] = {}
+    return StructuralDigests().digest(formula)
+
+
+class StructuralDigests:
+    """`structural_digest` of many formulas, each shared subterm digested once. A subterm's digest is kept by
+    its AST id, and the formula it came from is kept alive with it, so no id is reused while the table lives."""
+
+    def __init__(self) -> None:
+        self.digests: dict[int, str] = {}
+        self.roots: list[z3.ExprRef] = []
+        self.printer: _Printer | None = None
+
+    def digest(self, formula: z3.ExprRef) -> str:
+        with Z3_LOCK:
+            if formula.get_id() not in self.digests:
+                self.roots.append(formula)
+                self._walk(formula)
+            return self.digests[formula.get_id()]
+
+    def _walk(self, formula: z3.ExprRef) -> None:
+        printer = self.printer = self.printer or _Printer(formula.ctx)
+        digests = self.digests
         todo: list[tuple[int, object, bool]] = [(formula.get_id(), formula.as_ast(), False)]
         while todo:
             i, ast, expanded = todo.pop()
@@ -125,4 +144,3 @@ def structural_digest(formula: z3.ExprRef) -> str:
             else:
                 node = printer.line(i, ast, [])     # a quantifier's kind and bound sorts, or a bound variable
             digests[i] = hashlib.sha256(f"{node}({','.join(parts)})".encode()).hexdigest()
-        return digests[formula.get_id()]

@@ -27,9 +27,9 @@ from lean_pool.checker import PROVED, UNKNOWN, Checker, Obligation, Outcome, Z3C
 from lean_pool.cvc5_checker import Cvc5Checker
 from orchestrator import cert_schema
 from orchestrator.cert_identity import Rejected, TaskMissing, rederive
-from orchestrator.cert_proof import BadProof, replay_proof
+from orchestrator.cert_proof import BadProof, hints_from_table, proof_terms, replay_proof
 from orchestrator.cert_schema import SOLVERS
-from orchestrator.cert_terms import BadHint, hints_from_json, replay_provers
+from orchestrator.cert_terms import BadHint, replay_provers
 from semantics import preconditions
 from semantics.checkers import FiniteOnly, Known
 from semantics.derive import decide
@@ -63,21 +63,22 @@ def solvers(names: Sequence[str], solving: cert_schema.Solving) -> Checker:
     return FiniteOnly(Every([make[name]() for name in names]))
 
 
-def _replayed(cert: cert_schema.Certificate, problem: Problem, checker: Checker) -> Known:
+def _replayed(cert: cert_schema.Certificate, problem: Problem, checker: Checker) -> tuple[Known, dict]:
     """Stage 3: the theorems of the proof's nodes, made again by the kernel, under the task's preconditions (the
-    instances `by_smt` adds for ranged inputs)."""
+    instances `by_smt` adds for ranged inputs), and the hints read from the same term table."""
     ranges = {b.contents().name(): b.values for b in problem.buffers.values() if b.values}
     try:
+        terms = proof_terms(cert.proof)
+        hints = hints_from_table(cert.hints, terms)
         with preconditions.stated(ranges):
-            return Known(replay_proof(cert.proof, checker, REPROVE_TIMEOUT_S))
+            return Known(replay_proof(cert.proof, terms, checker, REPROVE_TIMEOUT_S)), hints
     except BadProof as exc:
         raise Rejected([f"the proof does not replay: {exc}"]) from None
 
 
-def _goals_met(cert: cert_schema.Certificate, problem: Problem, known: Known) -> int:
+def _goals_met(cert: cert_schema.Certificate, problem: Problem, known: Known, hints: dict) -> int:
     """Stage 4: the semantics' own goals, each stated by a replayed theorem. Returns how many there were."""
     try:
-        hints = hints_from_json(cert.hints)
         decision = decide(problem, None, replay_provers(hints.get), None, known, REPROVE_TIMEOUT_S, hints=hints)
     except BadHint as exc:
         raise Rejected([str(exc)]) from None
@@ -98,14 +99,14 @@ def _goals_met(cert: cert_schema.Certificate, problem: Problem, known: Known) ->
 def check_certificate(cert: cert_schema.Certificate, path: Path, names: Sequence[str]) -> str:
     """A one-line summary when the certificate holds; raises Rejected saying what no longer matches."""
     prepared = rederive(cert, path)
-    known = _replayed(cert, prepared.problem, solvers(names, cert.solving))
-    goals = _goals_met(cert, prepared.problem, known)
+    known, hints = _replayed(cert, prepared.problem, solvers(names, cert.solving))
+    goals = _goals_met(cert, prepared.problem, known, hints)
     return (f"certificate holds: {prepared.task.name}, {len(cert.proof.nodes)} proof nodes replayed through the "
             f"kernel with {' and '.join(names)}, {goals} goals and {len(cert.proof.facts)} side conditions stated "
             f"by their theorems")
 
 
-def run_check(document: cert_schema.Certificate, path: Path, solver: str) -> tuple[int, str]:
+def check_document(document: cert_schema.Certificate, path: Path, solver: str) -> tuple[int, str]:
     """Exit status and text for `lark check` of a certificate: 0 holds, 1 rejected, 3 its task not found."""
     try:
         return ACCEPTED, check_certificate(document, path, SOLVERS[solver])

@@ -73,23 +73,54 @@ def _own_obligations(theorem: Theorem, inputs: list[Theorem]) -> list[dict]:
     return [{"name": ob.name, "sha256": obligation_text(ob)[1], "backend": outcome.backend} for ob, outcome in found]
 
 
-def proof_to_json(goals: list[GoalRoot], facts: list[Theorem]) -> cert_schema.Proof:
-    """The certificate's proof: every node the goals' and facts' theorems rest on, and the terms read back to be
-    sure they are the same terms (a term that would not come back is a BadTerm here, not a rejection later)."""
+def proof_to_json(goals: list[GoalRoot], facts: list[Theorem],
+                  hints: dict[str, object]) -> tuple[cert_schema.Proof, dict[str, object]]:
+    """The certificate's proof (every node the goals' and facts' theorems rest on) and its hints, their terms in
+    the proof's table; the terms are read back to be sure they are the same terms (a term that would not come
+    back is a BadTerm here, not a rejection later)."""
     writer = _Writer([], [], {}, {})
     for _, _, theorem in goals:
         writer.add(theorem)
     for theorem in facts:
         writer.add(theorem)
+    tabled = {key: _hint(writer, hint) for key, hint in sorted(hints.items())}
     declarations, texts = write_terms(writer.terms)
     read = read_terms(declarations, texts)
     lost = [k for k, (a, b) in enumerate(zip(writer.terms, read, strict=True)) if not a.eq(b)]
     if lost:
         raise BadTerm(f"{len(lost)} terms do not read back as written, the first {texts[lost[0]].sexpr[:300]}")
-    return cert_schema.Proof.model_validate({
+    proof = cert_schema.Proof.model_validate({
         "declarations": declarations, "terms": texts, "nodes": writer.nodes,
         "goals": [{"property": p, "goal": what, "node": writer.node_of[id(t)]} for p, what, t in goals],
         "facts": sorted({writer.node_of[id(t)] for t in facts})})
+    return proof, tabled
+
+
+def _hint(writer: _Writer, hint: object) -> object:
+    """A hint as references into the term table: one term, a tuple of terms, or a map of names to terms."""
+    if isinstance(hint, dict):
+        return {name: writer.term(t) for name, t in hint.items()}
+    if isinstance(hint, tuple):
+        return [writer.term(t) for t in hint]
+    return writer.term(hint)
+
+
+def hints_from_table(hints: dict[str, cert_schema.TableHint], terms: list[z3.ExprRef]) -> dict[str, object]:
+    """The certificate's hints as the semantics keeps them (`Report.hints`); BadProof for a reference the
+    table does not have."""
+    def term(ref: cert_schema.TermRef, key: str) -> z3.ExprRef:
+        if ref.term >= len(terms):
+            raise BadProof(f"hint {key} refers to term {ref.term}, which the table does not have")
+        return terms[ref.term]
+    out: dict[str, object] = {}
+    for key, hint in hints.items():
+        if isinstance(hint, dict):
+            out[key] = {name: term(ref, key) for name, ref in hint.items()}
+        elif isinstance(hint, list):
+            out[key] = tuple(term(ref, key) for ref in hint)
+        else:
+            out[key] = term(hint, key)
+    return out
 
 
 class BadProof(Exception):
@@ -110,13 +141,18 @@ def _decoded(value: object, terms: list[z3.ExprRef], theorems: list[Theorem], at
     return value
 
 
-def replay_proof(proof: cert_schema.Proof, checker: Checker, timeout_s: float) -> list[Theorem]:
-    """The theorem of every node, each made again by its rule through the kernel, side conditions re-proved by
-    `checker`. Raises BadProof naming the first node that does not replay."""
+def proof_terms(proof: cert_schema.Proof) -> list[z3.ExprRef]:
+    """The proof's term table read back; BadProof when it does not parse."""
     try:
-        terms = read_terms(proof.declarations, proof.terms)
+        return read_terms(proof.declarations, proof.terms)
     except BadTerm as exc:
         raise BadProof(str(exc)) from None
+
+
+def replay_proof(proof: cert_schema.Proof, terms: list[z3.ExprRef], checker: Checker,
+                 timeout_s: float) -> list[Theorem]:
+    """The theorem of every node, each made again by its rule through the kernel, side conditions re-proved by
+    `checker`. Raises BadProof naming the first node that does not replay."""
     theorems: list[Theorem] = []
     for n, node in enumerate(proof.nodes):
         inputs = tuple((k, _decoded(v, terms, theorems, n)) for k, v in node.inputs.items())

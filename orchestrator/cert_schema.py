@@ -168,9 +168,15 @@ class _Document(_Strict):
     hints: dict[str, Hint] = Field(description="the accepted prover hints, by the key the semantics asked with")
 
 
+# A hint of a certificate: its terms in the proof's term table.
+TableHint = TermRef | list[TermRef] | dict[str, TermRef]
+
+
 class Certificate(_Document):
     """A proof that the task is verified: the hints its goals were derived with, and the proof."""
 
+    hints: dict[str, TableHint] = Field(description="the accepted prover hints, by the key the semantics asked "
+                                                    "with; their terms are in proof.terms")
     schema_name: Literal["lark.certificate"] = Field(CERTIFICATE, alias="schema")
     version: Literal[2] = Field(description="format version; bumped when a field's meaning changes")
     properties: dict[str, Literal["proved", "not_applicable"]] = Field(

@@ -280,7 +280,7 @@ def replay_witness(witness: Witness, path: Path) -> str:
     return f"witness reproduces: {prepared.task.name}, {len(witness.findings)} finding(s) replayed"
 
 
-def run_check(document: Witness, path: Path, _solver: str) -> tuple[int, str]:
+def check_document(document: Witness, path: Path, _solver: str) -> tuple[int, str]:
     """Exit status and text for `lark check` of a witness: 0 every finding reproduces, 1 one does not, 3 its task
     not found."""
     try:

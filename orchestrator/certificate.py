@@ -39,8 +39,7 @@ def _common(manifest: Path, document: Path, prepared: Prepared, report: Report, 
     return {"schema": kind, "version": cert_schema.VERSIONS[kind], "manifest": shown,
             "task": identity(prepared.task, prepared),
             "kernel_source_text": prepared.task.kernel.source.read_text(encoding="utf-8"),
-            "axioms": {"table_version": AXIOM_TABLE_VERSION, "used": sorted(report.axioms)},
-            "hints": hints_to_json(report.hints)}
+            "axioms": {"table_version": AXIOM_TABLE_VERSION, "used": sorted(report.axioms)}}
 
 
 def goal_roots(report: Report) -> list[GoalRoot]:
@@ -64,19 +63,20 @@ def certificate(manifest: Path, path: Path, prepared: Prepared, report: Report) 
     if report.verdict != "verified":
         raise NoCertificate(f"the task is {report.verdict}, not verified")
     try:
-        proof = proof_to_json(goal_roots(report), report.facts)
+        proof, hints = proof_to_json(goal_roots(report), report.facts, report.hints)
     except BadTerm as exc:
         raise NoCertificate(f"the proof cannot be written: {exc}") from None
     return cert_schema.Certificate.model_validate(
-        {**_common(manifest, path, prepared, report, cert_schema.CERTIFICATE), "properties": report.properties,
-         "proof": proof, "solving": SOLVING})
+        {**_common(manifest, path, prepared, report, cert_schema.CERTIFICATE), "hints": hints,
+         "properties": report.properties, "proof": proof, "solving": SOLVING})
 
 
 def witness(manifest: Path, path: Path, prepared: Prepared, report: Report) -> cert_schema.Witness:
     """The witness file of a refuted report: its findings and the identity of the task they refute."""
     findings = [{"property": f.prop, "message": f.message, "witness": f.witness} for f in report.findings]
     return cert_schema.Witness.model_validate(
-        {**_common(manifest, path, prepared, report, cert_schema.WITNESS), "findings": findings})
+        {**_common(manifest, path, prepared, report, cert_schema.WITNESS), "hints": hints_to_json(report.hints),
+         "findings": findings})
 
 
 def write_certificate(path: Path, manifest: Path, prepared: Prepared, report: Report) -> Path:

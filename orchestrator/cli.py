@@ -175,18 +175,9 @@ def check_command(file: Path, solver: str) -> None:
     """Re-check a certificate, or replay a witness, written by `lark verify`. Exit 0 if it holds, 1 if it
     does not (the message says what no longer matches), 3 if FILE is not a readable certificate or witness,
     or the task it names is found neither where it says nor beside it (cannot check)."""
-    from orchestrator import cert_schema
+    from orchestrator.checking import run_check
 
-    try:
-        document = cert_schema.load(file)
-    except cert_schema.BadDocument as exc:
-        status, text = 3, f"error: {exc}"
-    else:   # a certificate's check imports no tactic (tests/test_certificate.py); a witness's replay does
-        if isinstance(document, cert_schema.Certificate):
-            from orchestrator.cert_check import run_check
-        else:
-            from orchestrator.cert_witness import run_check
-        status, text = run_check(document, file, solver)
+    status, text = run_check(file, solver)
     click.echo(text, err=status != 0)
     sys.exit(status)
 

@@ -25,8 +25,8 @@ from grpc_reflection.v1alpha import reflection
 
 import protos
 from orchestrator import metrics
-from orchestrator.cert_check import run_check
 from orchestrator.cert_schema import SOLVERS
+from orchestrator.checking import run_check
 from orchestrator.job import COUNTEREXAMPLE, GOAL, MANIFEST, QUEUED, STAGE, VERDICT, Sources
 from orchestrator.jobs_db import JobRow, JobStore, Request
 from orchestrator.manifest import IntakeError, load_task

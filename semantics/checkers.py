@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import z3
 
-from lean_pool.canonical import structural_digest
+from lean_pool.canonical import StructuralDigests
 from lean_pool.checker import PROVED, UNKNOWN, Checker, Obligation, Outcome
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt
@@ -80,14 +80,12 @@ class Known:
     name = "kernel"
 
     def __init__(self, theorems: list[Theorem]):
-        self.digests: dict[int, tuple[z3.ExprRef, str]] = {}   # AST id -> (the formula, kept alive; its digest)
+        self.digests = StructuralDigests()   # shared subterms digested once (goals share their values)
         self.stated = {self.key(t.conclusion): t for t in theorems if not t.hypotheses}
 
     def key(self, statement: z3.BoolRef) -> str:
         """The statement's structural digest (what `stated` is keyed by)."""
-        if statement.get_id() not in self.digests:
-            self.digests[statement.get_id()] = (statement, structural_digest(statement))
-        return self.digests[statement.get_id()][1]
+        return self.digests.digest(statement)
 
     def theorem(self, statement: z3.BoolRef) -> Theorem | None:
         return self.stated.get(self.key(statement))

@@ -297,10 +297,21 @@ def test_changed_hint_is_named(copy: Path) -> None:
     """A coverage hint naming the wrong writer: the goal derived from it is not what the proof's theorem states."""
     def wrong_writer(cert: dict) -> None:
         key = next(k for k in cert["hints"] if k.startswith("coverage:"))
-        cert["hints"][key]["tid.x"] = {"sort": "(_ BitVec 32)", "declarations": [], "sexpr": "#x00000000"}
+        cert["proof"]["terms"].append({"sort": "(_ BitVec 32)", "sexpr": "#x00000000"})
+        cert["hints"][key]["tid.x"] = {"term": len(cert["proof"]["terms"]) - 1}
 
     edit_json(copy / "cert.json", wrong_writer)
     assert "no kernel theorem states the goal of equivalence: every element of c is written" in rejected(copy)
+
+
+def test_a_hint_outside_the_term_table_is_named(copy: Path) -> None:
+    """A hint's terms are references into the proof's term table: one past its end is refused by name."""
+    def dangling(cert: dict) -> None:
+        key = next(k for k in cert["hints"] if k.startswith("coverage:"))
+        cert["hints"][key]["tid.x"] = {"term": len(cert["proof"]["terms"])}
+
+    edit_json(copy / "cert.json", dangling)
+    assert "which the table does not have" in rejected(copy)
 
 
 def test_a_swapped_bijection_is_refused(row_sum_copy: Path) -> None:

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from orchestrator import job
 from orchestrator.batch import document_paths
 from orchestrator.bindings import check_bindings
-from orchestrator.cert_check import run_check
+from orchestrator.checking import run_check
 from orchestrator.cli import main
 from orchestrator.deadline import DeadlinePassed, within
 from orchestrator.explain import document_notes, element, human, multi_index, reason_lines, with_sources

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from lean_pool.budget import Budget
 from lean_pool.checker import PROVED, Checker, Obligation, Outcome, Z3Checker
 from lean_pool.stack import assemble
-from orchestrator.cert_check import run_check
+from orchestrator.checking import run_check
 from orchestrator.cli import main
 from orchestrator.job import PROVERS, run_verify
 from orchestrator.pipeline import prepare

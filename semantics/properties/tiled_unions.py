@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 import z3
 
 from lean_pool.canonical import structural_digest
-from semantics.comprehension import COMPREHENSIONS, SUM, is_comprehension
+from semantics.comprehension import SUM, is_comprehension
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import mp
 from semantics.proof.unions import tiled_union
 from semantics.properties import compose
-from semantics.terms import outside_binders
 
 if TYPE_CHECKING:
     from semantics.properties.reductions import Matcher
@@ -30,10 +29,11 @@ COMPOSE_TIMEOUT_S = 10.0   # each side condition of the restatement: the union i
 
 def union_equation(matcher: Matcher, union: Union, cr: z3.ExprRef, named: z3.ExprRef,
                    kernel: z3.ExprRef) -> Theorem | None:
-    """⊢ h → named = kernel, where the matcher just proved `union` equal to the reference's comprehension cr and
-    `named` is the kernel with the union read as cr: `tiled_union` about the union's parts, then an arithmetic
-    step with the union's term and the comprehensions as atoms (a sum's coefficient, the other summands, the
-    tree around a max); None when the numbers cannot be read or a rule refuses."""
+    """For a max or min union, ⊢ h → cr = tree (`tiled_union` about the union's parts: the step replaced the tree
+    by cr wherever it occurs, inside comprehension bodies too, which `substitute_under` undoes); for a sum,
+    ⊢ h → named = kernel, `named` the kernel with the union read as cr: `tiled_union`, then an arithmetic step
+    with the comprehensions as atoms (a coefficient, the other summands). None when the numbers cannot be read
+    or a rule refuses."""
     from semantics.properties import reductions  # (the matcher imports this module)
 
     match = matcher.matched
@@ -60,10 +60,11 @@ def union_equation(matcher: Matcher, union: Union, cr: z3.ExprRef, named: z3.Exp
 
     def prove() -> Theorem:
         theorem = tiled_union(cr, union_term, tuple(parts), bounds, matcher.checker, timeout_s, matcher.hyp)
+        if not is_sum:   # the union's tree was replaced by cr wherever it occurs (in bodies too): `substitute_under`
+            return theorem
         claim = z3.Implies(theorem.conclusion, z3.Implies(matcher.hyp, named == kernel))
-        atoms = ([] if is_sum else [union.term]) + outside_binders(claim, COMPREHENSIONS)
-        step = compose.by_atoms(claim, atoms, matcher.checker, timeout_s,
-                                "equivalence: the kernel value reads its union as the reference's reduction")
+        step = compose.by_arithmetic(claim, matcher.checker, timeout_s,
+                                     "equivalence: the kernel value reads its union as the reference's Sum")
         return mp(step, theorem)
     try:
         theorem = prove()
