@@ -83,8 +83,28 @@ class Inputs:
         return Inputs(elements, defaults, scalars)
 
     def buffers(self, problem: Problem) -> dict[str, SparseBuffer]:
-        return {name: SparseBuffer(b, dict(self.elements.get(name, {})), self.defaults.get(name))
+        """The run's global buffers. An input with a value-range precondition only takes values in its range:
+        a listed element outside it is no witness (the task says no caller passes it), and the elements the
+        witness leaves open take the range's low end where 0 lies outside it."""
+        for name, b in problem.buffers.items():
+            if b.values is not None:
+                self._within(name, b.elem_bytes * 8, *b.values)
+        return {name: SparseBuffer(b, dict(self.elements.get(name, {})), self._fill(name, b))
                 for name, b in problem.buffers.items()}
+
+    def _within(self, name: str, bits: int, lo: int, hi: int) -> None:
+        listed = [(f"{name}[{i}]", v) for i, v in self.elements.get(name, {}).items()]
+        listed += [(f"{name}[*]", self.defaults[name])] if name in self.defaults else []
+        for key, value in listed:
+            v = int(value)
+            v = v - (1 << bits) if v >= 1 << (bits - 1) else v      # the precondition compares signed values
+            if not lo <= v <= hi:
+                raise NotReproduced(f"input {key} = {v} lies outside its precondition [{lo}, {hi}]")
+
+    def _fill(self, name: str, buffer) -> Fraction | None:
+        if name in self.defaults or buffer.values is None or buffer.values[0] <= 0 <= buffer.values[1]:
+            return self.defaults.get(name)
+        return Fraction(buffer.values[0])
 
     def overrides(self) -> dict[tuple[str, int | None], Fraction]:
         found: dict[tuple[str, int | None], Fraction] = {(n, None): v for n, v in self.defaults.items()}
