@@ -46,7 +46,8 @@ from .values import MPF, real, signed
 if TYPE_CHECKING:
     from semantics.verdict import Problem
 
-TOLERANCE = 1e-6          # recorded values are JSON floats, the interpreter's exact reals
+TOLERANCE = 1e-6          # relative: recorded values are JSON floats, the interpreter's reals have 50 digits
+FLOOR = 1e-30             # below this both values count as 0 (far above the interpreter's rounding)
 MAX_STEPS = 40_000_000
 VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
 _INPUT = re.compile(r"(.+)\[(\d+|\*)\]")
@@ -164,8 +165,7 @@ def _wrong_value(problem: Problem, w: dict) -> str:
     if type(got) is not MPF or not mpmath.isfinite(got):
         raise NotReproduced(f"{buffer}[{index}] ends as {got!r}, not a finite real")
     want = _reference(problem, buffer, index, inputs)
-    scale = max(1.0, abs(float(want)))
-    if abs(got - want) <= TOLERANCE * scale:
+    if abs(got - want) <= TOLERANCE * max(abs(got), abs(want), FLOOR):   # relative: a softmax's 1e-14 counts
         raise NotReproduced(f"{buffer}[{index}] ends as {float(got):.9g}, which is the reference's "
                             f"{float(want):.9g}")
     if not _close(got, w["kernel_value"]) or not _close(want, w["reference_value"]):
