@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
-from semantics.ptx import arg_accumulators, loop_phases, unroll
+from semantics.ptx import arg_accumulators, loop_phases, neginf, online_sums, unroll
 from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
@@ -294,6 +294,8 @@ class Executor:
                 j = z3.BitVec(f"j.{info.header}.{r}", 64)
                 summaries[r] = (acc, step_k, j)
                 body_state.regs[r] = at_iteration(acc, st.regs[r], k, step_k, k, j)
+            elif isinstance(accumulators.get(r), online_sums.OnlineSum):
+                continue   # after the max accumulator it is rebased on (`_online`)
             elif isinstance(accumulators.get(r), arg_accumulators.ArgAccumulator):
                 arg_summaries[r] = arg_accumulators.summary(accumulators[r], info.header, at_k)
                 body_state.regs[r] = arg_accumulators.fold_at(arg_summaries[r], st, r, k, k, where)
@@ -303,15 +305,19 @@ class Executor:
                 body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
                 body_state.regs.pop(r, None)
+        online = self._online(body_state, st, accumulators, summaries, at_k, k, info, where)
         for r in written & st.undefined.keys():   # an iteration may read the previous one's value or none
             body_state.undefined[r] = None
         body_state.path.append(info.placeholder)
         base = len(body_state.path)
+        back_states: list[ThreadState] = []
 
         def back_edge(s: ThreadState) -> None:
             info.stay.append(z3.And(s.path[base:]) if len(s.path) > base else z3.BoolVal(True))
+            back_states.append(s)
 
         leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
+        self._online_first_steps(online, back_states, st, summaries, k, where)
         if per_iteration and len({s.barriers for _, s in leaving}) > 1:
             # the exit paths would be compared by barrier uniformity without knowing they leave at one iteration
             raise Unsupported("a loop with barriers that is left on paths passing different barriers", where)
@@ -322,6 +328,7 @@ class Executor:
                 s.undefined[r] = None
             arg_accumulators.finish(s, st, summaries, arg_summaries, at_k, k, where, self._same)
             self._finish_accumulators(s, st, summaries, at_k, k, where)
+            self._finish_online(s, st, online, summaries, at_k, k, back_states, where)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
         if self.exit_oracle is not None:
@@ -414,7 +421,64 @@ class Executor:
             if value is None or self._same(value, start):
                 continue
             if self._same(value, one_more):
-                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True)
+                _replace_copies(s, value, at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True))
+            else:
+                s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
+
+    def _online(self, body_state: ThreadState, entry: ThreadState, accumulators: dict, summaries: dict, at_k: list,
+                k, info: LoopInfo, where: str) -> dict:
+        """Each online sum (`online_sums`) at iteration k, from the summary of the max it is rebased on; one whose
+        start is outside the theorem is opaque. Returns register -> (sum, its a_l at k, bound variable)."""
+        online = {}
+        for r, o in sorted((r, a) for r, a in accumulators.items() if isinstance(a, online_sums.OnlineSum)):
+            if o.max_reg not in summaries or r not in entry.regs:
+                body_state.regs[r] = body_state.opaque(entry.regs.get(r, z3.RealVal(0)), f"the value carried in {r}")
+                continue
+            max_acc, max_step_k, jm = summaries[o.max_reg]
+            terms_k = online_sums.step_at(o, at_k)
+            j = z3.BitVec(f"j.{info.header}.{r}", 64)
+            mu = online_sums.max_at(max_acc, entry.regs[o.max_reg], k, max_step_k, k, jm)
+            value = online_sums.value_at(o, entry.regs[r], entry.regs[o.max_reg], mu, terms_k, k, k, j)
+            if value is None:
+                body_state.regs[r] = body_state.opaque(entry.regs[r], f"the value carried in {r} by the {where} (an "
+                                                       "online sum from -inf that does not start at 0)")
+                continue
+            body_state.use_axiom("exp.add")
+            body_state.regs[r] = value
+            online[r] = (o, terms_k, j)
+        return online
+
+    def _online_first_steps(self, online: dict, back_states: list, entry: ThreadState, summaries: dict, k,
+                            where: str) -> None:
+        """From m = -inf, the first iteration's value on every back edge is proved (`online_sums.first_step`)."""
+        for r, (o, terms_k, _) in online.items():
+            if not neginf.mentions_neg_inf(entry.regs[o.max_reg]):
+                continue
+            max_step_k = summaries[o.max_reg][1]
+            if not all(online_sums.first_step(s.regs[r], terms_k, max_step_k, k, where) for s in back_states):
+                raise Unsupported(f"the online sum in {r}: its first iteration from -inf is not proved", where)
+
+    def _finish_online(self, s: ThreadState, entry: ThreadState, online: dict, summaries: dict, at_k: list, k,
+                       back_states: list, where: str) -> None:
+        """On a path leaving the loop at iteration k, an online sum holds its value at k, or its value at k+1 where
+        it holds what a back edge of the same iteration holds (the machine's value after one more body, which
+        the induction proved; for a start at a real max also where the solver proves it the step from k).
+        Anything else is opaque."""
+        for r, (o, terms_k, j) in online.items():
+            max_acc, max_step_k, jm = summaries[o.max_reg]
+            m0, s0 = entry.regs[o.max_reg], entry.regs[r]
+            mu = online_sums.max_at(max_acc, m0, k, max_step_k, k, jm)
+            start = online_sums.value_at(o, s0, m0, mu, terms_k, k, k, j)
+            value = s.regs.get(r)
+            if value is None or self._same(value, start):
+                continue
+            after_body = any(z3.eq(value, b.regs.get(r, start)) for b in back_states)
+            if not after_body and not neginf.mentions_neg_inf(m0):
+                after_body = self._same(value, z3.substitute(o.next_value, (o.header, start), (o.max_header, mu),
+                                                             *at_k))
+            if after_body:
+                mu_next = online_sums.max_at(max_acc, m0, k + 1, max_step_k, k, jm)
+                _replace_copies(s, value, online_sums.value_at(o, s0, m0, mu_next, terms_k, k + 1, k, j))
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
 
@@ -498,6 +562,8 @@ class Executor:
                 accumulators[r] = acc
             else:  # carried, but not a recognised accumulation: its value becomes opaque, for this reason
                 accumulators[r] = self._why_not_summarised(r, [n[r] for n in nexts if r in n], where)
+        online_sums.classify_all(accumulators, symbols, nexts,
+                                 [h for h in header_syms if str(h) not in induction_syms], where)
         return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}, per_iteration, iteration
 
     def _why_not_summarised(self, reg: str, nexts: list, where: str) -> str:
@@ -535,6 +601,15 @@ class Executor:
                 if reg in _dests(item) and item.pred is None:
                     return False
         return False
+
+
+def _replace_copies(state: ThreadState, old: z3.ExprRef, new: z3.ExprRef) -> None:
+    """Every register holding the term `old` now holds `new`, an equal value in another form (an accumulator's
+    closed form after one more iteration): nvcc keeps `m_new = fmaxf(m, v)` live after the loop in a register of
+    its own, which must read as the same value as the carried one."""
+    for r, v in state.regs.items():
+        if isinstance(v, z3.ExprRef) and z3.eq(v, old):
+            state.regs[r] = new
 
 
 def _dests(ins: Instr) -> set[str]:
