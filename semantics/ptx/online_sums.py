@@ -32,6 +32,7 @@ exp(a − m_0)·exp(m_0 − m_k) = exp(a − m_k) (exp.add); any other start kee
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import z3
@@ -40,6 +41,7 @@ from semantics.axioms import ideal
 from semantics.comprehension import SUM, sum_over
 from semantics.ptx import exp_monomials, neginf
 from semantics.ptx.accumulators import Accumulator, at_iteration
+from semantics.ptx.accumulators import classify as classify_accumulator
 from semantics.terms import mentions
 
 AXIOMS = ("exp.add",)
@@ -150,7 +152,8 @@ def first_step(value: z3.ArithRef, terms_k: tuple[z3.ArithRef, ...], max_step_k:
 def classify_all(accumulators: dict, symbols: dict, nexts: list[dict], carried: list[z3.ExprRef],
                  where: str) -> None:
     """Replace, in `accumulators`, each carried float left unsummarised (a reason string) by the online sum it
-    is over one of the loop's max accumulators, where the kernel proves its step."""
+    is over one of the loop's max accumulators, where the kernel proves its step, or else by the sum whose step
+    reads only such maxes (`Accumulator.depends`)."""
     maxes = {r: a for r, a in accumulators.items() if isinstance(a, Accumulator) and a.kind == "max"}
     for r, found in list(accumulators.items()):
         if not isinstance(found, str) or not z3.is_real(symbols.get(r, z3.BoolVal(True))):
@@ -161,4 +164,20 @@ def classify_all(accumulators: dict, symbols: dict, nexts: list[dict], carried: 
             if online is not None:
                 accumulators[r] = online
                 break
+        else:
+            dependent = _dependent_sum(symbols[r], values, [a.header for a in maxes.values()], carried)
+            if dependent is not None:
+                accumulators[r] = dependent
+
+
+def _dependent_sum(header: z3.ArithRef, values: list[z3.ArithRef], max_headers: list[z3.ArithRef],
+                   carried: list[z3.ExprRef]) -> Accumulator | None:
+    """The sum accumulator of `values` whose step reads, of the carried registers, only the loop's maxes."""
+    found = [classify_accumulator(header, v) for v in values]
+    if not found or any(f is None or f.kind != "sum" or not z3.eq(f.step, found[0].step) for f in found):
+        return None
+    used = [h for h in carried if mentions(found[0].step, h)]
+    if not used or not all(any(z3.eq(h, m) for m in max_headers) for h in used):
+        return None
+    return dataclasses.replace(found[0], depends=tuple(used))
 
