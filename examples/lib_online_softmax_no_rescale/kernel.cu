@@ -1,8 +1,5 @@
-// BUGGY TWIN of lib_online_softmax_rows (rows of 768 floats): it forgets to rescale. Online softmax, one thread per row: one pass keeps the running max m (from
-// -INFINITY) and the sum s of exp(x - m), rescaled by exp(m_old - m_new) whenever the max grows (flash
-// attention's inner loop); a second pass writes exp(x - m) / s. The online loop is kept rolled
-// (`#pragma unroll 1`): nvcc's 4-way unroll is summarised as well, but the matcher does not yet close the
-// unrolled max tree against the reference within the budget (README, issue 16).
+// BUGGY TWIN of lib_online_softmax_rows (4096 rows of 768 floats): the online sum is never rescaled by
+// exp(m_old - m_new), so it adds each exp(x - m) for the max reached at that point, not the row's max.
 #include <math.h>
 extern "C" __global__ void online_softmax_rows(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
     int r = blockIdx.x * blockDim.x + threadIdx.x;

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import z3
 
+from semantics.comprehension import without_empty
 from semantics.errors import Unsupported
 from semantics.ptx import arg_accumulators, loop_phases, neginf, online_sums, unroll
-from semantics.comprehension import without_empty
 from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
