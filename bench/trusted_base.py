@@ -42,6 +42,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/loop_shared.py", TACTIC, "the shared-value resolver inside loops"),
     ("semantics/properties/superseded.py", TACTIC, "finding stores overwritten later"),
     ("semantics/properties/block_slabs.py", TACTIC, "races across blocks ruled out by per-block slabs (kernel rules)"),
+    ("semantics/ptx/exp_monomials.py", TACTIC, "rescaled sums expanded into exp monomials (online softmax's step)"),
     ("semantics/properties/", TRUSTED, "the property goals and their obligations (bounds, races, barriers, values)"),
     ("semantics/verdict.py", TRUSTED, "the verdict: checks the theorems against the top goals"),
     ("semantics/ptx/", TRUSTED, "PTX semantics: grammar, parser, machine model, instruction table, symbolic execution"),

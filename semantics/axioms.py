@@ -19,7 +19,7 @@ import z3
 
 from semantics.terms import subterms
 
-AXIOM_TABLE_VERSION = "2026.12.3"
+AXIOM_TABLE_VERSION = "2026.12.4"
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,8 @@ AXIOMS: dict[str, Axiom] = {
         Axiom("float.constant", "a kernel float32 literal within 2 ulps of a float32 constant the reference computes "
                                 "with is that constant; each instance listed as 'constant 0x... taken as NAME (0x...)'"
                                 " (semantics/constants.py); never with --exact-constants"),
+        Axiom("exp.add", "exp(a) * exp(b) = exp(a + b) for all reals a, b (a theorem about the true exp; the kernel "
+                         "rule semantics.proof.exps.exp_product states each instance a proof uses)"),
         Axiom("ex2.approx", "ex2.approx(y) = exp(y * ln 2)"),
         Axiom("ex2.log2e", "ex2(x * c) = exp(x) where c is log2(e) rounded to f32 (0f3FB8AA3B), the "
                            "idiom behind __expf, expf and tl.exp"),

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 
 from semantics.axioms import meaning
 from semantics.errors import Unsupported
+from semantics.ptx import neginf
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym
 from semantics.ptx.dead_code import Unfollowed, eliminate
 from semantics.ptx.idiom_terms import ENTRY, PSEUDO, Incoming, State, TermBuilder, Terms, defined, uses
@@ -380,8 +381,12 @@ def ideal_call(state: ThreadState, ins: Instr) -> None:
     if axiom is None:
         raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
     dst, src = ins.operands
-    x = state.read(src, TYPES[ty])
+    x = state.read_padded(src, TYPES[ty])
     state.use_axiom(axiom)
+    if state.ctx.marks(x):   # exp of a masked lane's -inf padding, or of `m - m_new` from a running max's -inf
+        rule = fn if ty == ".f32" else f"{fn}{ty}"   # only the f32 expf sequence is checked at -inf
+        state.write(dst, neginf.unary(rule, x, meaning(fn), f"line {ins.line}", state.ctx.marks))
+        return
     state.write(dst, meaning(fn)(x))
 
 
