@@ -171,6 +171,9 @@ FACTS: dict[str, Callable[[z3.ExprRef, z3.ExprRef], z3.BoolRef]] = {
 
 
 def ground_facts(formula: z3.ExprRef) -> list[z3.BoolRef]:
-    """The FACTS rows for each ideal-function application occurring in `formula`."""
+    """The FACTS rows for each ideal-function application occurring in `formula`, but for those that speak of a
+    variable bound around them (exp of a Sum body at its index j): a fact about an unbound variable is no
+    formula at all (the solver refuses it)."""
     return [FACTS[t.decl().name()](t, t.arg(0)) for t in subterms(formula)
-            if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name())]
+            if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name())
+            and not any(z3.is_var(u) for u in subterms(t.arg(0)))]
