@@ -1,7 +1,7 @@
 """Kernels as libraries write them (issue 16): the verification time of each item's examples — optional
 pointers, WARP_SZ block reductions, halving tree loops, running max from -INFINITY, online softmax,
-cooperative groups, gathers, 4-D permutes, Triton constexpr strings — correct kernel and buggy twin. Prints
-figures; asserts nothing."""
+cooperative groups, gathers, 4-D permutes, Triton constexpr strings, outputs read back — correct kernel and
+buggy twin. Prints figures; asserts nothing."""
 
 from __future__ import annotations
 
@@ -23,6 +23,9 @@ ITEMS = {
                                                    "lib_gather_target_logit", "lib_gather_target_logit_wrong_row"],
     "4-D permutes (item 9)": ["lib_permute_heads", "lib_permute_heads_swapped"],
     "Triton string constexprs (item 7)": ["lib_triton_activation_name", "lib_triton_activation_wrong_name"],
+    "outputs read back (item 6)": ["lib_softmax_readback_rows", "lib_softmax_readback_sum",
+                                   "lib_softmax_readback_neighbour_race",
+                                   "sound_readback_overwritten_between_barriers"],
 }
 
 

@@ -40,6 +40,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/prefix_guards.py", TACTIC, "an exclusive scan's guard on its empty prefix removed"),
     ("semantics/properties/shared_values.py", TACTIC, "the shared-value resolver (last writer)"),
     ("semantics/properties/loop_shared.py", TACTIC, "the shared-value resolver inside loops"),
+    ("semantics/properties/readbacks.py", TACTIC, "the own-writer resolver of outputs read back"),
     ("semantics/properties/superseded.py", TACTIC, "finding stores overwritten later"),
     ("semantics/properties/block_slabs.py", TACTIC, "races across blocks ruled out by per-block slabs (kernel rules)"),
     ("semantics/ptx/exp_monomials.py", TACTIC, "rescaled sums expanded into exp monomials (online softmax's step)"),

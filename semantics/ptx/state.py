@@ -87,6 +87,23 @@ class LoopRead:
     base: int = 0
 
 
+@dataclass
+class ReadBack:
+    """A load of a global buffer the kernel writes, in a loop body or after a loop (an output read back: a
+    softmax normalising in place what an earlier loop stored). `func(block and thread ids, iteration)` stands
+    for the element read (lane `lane` of the load at `line`) until `semantics.properties.readbacks` defines
+    it by this thread's own earlier store (or makes it opaque). `iteration` is the enclosing loop's: the
+    generic run's symbol there, the loop's k in the real pass (the generic run's accumulations over the read
+    become comprehensions over func(..., j)); a read outside loops has no iteration argument. `records` are
+    the real pass's load accesses at that line, each reading this placeholder."""
+
+    func: z3.FuncDeclRef
+    buffer: str
+    line: int
+    lane: int
+    records: list = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class UndefinedRead:
     """A read of a register that holds no value when `guard` holds: no path defined it, or only a predicated
@@ -130,6 +147,7 @@ class KernelContext:
     assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
     loop_reads: dict[str, LoopRead] = field(default_factory=dict)  # placeholder function name -> its reads
     loop_initialized: set[int] = field(default_factory=set)  # lines of loop reads proved to see a same-iteration write
+    readbacks: dict[str, ReadBack] = field(default_factory=dict)  # placeholder function name -> its loads
     counter: list[int] = field(default_factory=lambda: [0])
     marks: neginf.Marks = field(default_factory=neginf.Marks)  # which values hold the -inf padding marker
     undefined_reads: list[UndefinedRead] = field(default_factory=list)
