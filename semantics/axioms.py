@@ -19,7 +19,7 @@ import z3
 
 from semantics.terms import subterms
 
-AXIOM_TABLE_VERSION = "2026.12.4"
+AXIOM_TABLE_VERSION = "2026.12.5"
 
 
 @dataclass(frozen=True)
@@ -156,6 +156,18 @@ AXIOMS: dict[str, Axiom] = {
                             "fingerprint 765b21b76767: for "
                             "|x| >= 1 copysign(x, 2*(e^|x|/4) - 0.125/(e^|x|/4)) as coshf's, else an odd "
                             "degree-7 polynomial) computes sinh(x) = (exp(x) - exp(-x)) / 2"),
+        # The libdevice functions Triton 3.9 links (its LLVM, sm_90, flush-to-zero): semantics/ptx/libm.py.
+        Axiom("libdevice.expf", "the libdevice __nv_expf sequence as Triton 3.9 compiles it for sm_90 (template "
+                                "LIBDEVICE_EXPF, 10 instructions, fingerprint 102c2e0780ea: nvcc.expf's with "
+                                ".ftz fma/cvt and the 2^n bits shifted in place) computes exp(x); its final mul may "
+                                "be contracted with a following addition into fma.rn"),
+        Axiom("libdevice.tanhf", "the libdevice __nv_tanhf sequence as Triton 3.9 compiles it for sm_90 (template "
+                                 "LIBDEVICE_TANHF, 18 instructions, fingerprint ac68edc4c7b9: nvcc.tanhf's with .ftz "
+                                 "arithmetic and x's sign bit or-ed in by and.b32/or.b32) computes tanh(x)"),
+        Axiom("libdevice.erff", "the libdevice __nv_erff sequence as Triton 3.9 compiles it for sm_90 (template "
+                                "LIBDEVICE_ERFF, 32 instructions, fingerprint 73b1486b420e: nvcc.erff's polynomials "
+                                "chosen by a branch at |x| = 0f3F8060FE, .ftz arithmetic, x's sign bit or-ed in by "
+                                "and.b32/or.b32) computes erf(x)"),
     )
 }
 
