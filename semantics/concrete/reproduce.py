@@ -240,6 +240,8 @@ def _shape(problem: Problem, line: int) -> tuple[int, int]:
     for ins in problem.kernel.body:
         if isinstance(ins, Instr) and ins.line == line and ins.opcode in ("ld", "ldu", "st", "atom", "red"):
             return next((VECTORS[m] for m in ins.mods if m in VECTORS), 1), types_in(ins.mods)[0].bytes
+        if isinstance(ins, Instr) and ins.line == line and ins.opcode == "cp" and len(ins.operands) >= 3:
+            return ins.operands[2].value // 4, 4   # a cp.async copy of 4-byte elements (Triton's fp32)
     raise NotReproduced(f"the kernel has no memory access at line {line}")
 
 

@@ -113,11 +113,7 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     if buffer.role not in ("shared", "null") and elem_bytes != buffer.elem_bytes:
         raise Unsupported(f"{elem_bytes}-byte elements accessed in `{buffer.name}` ({buffer.dtype})",
                           f"line {ins.line}")
-    record = None
-    if state.recording:
-        record = Access(kind, ptr.space, buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values,
-                        state.condition(), state.loops, ins.line, ins.loc, state.phase, state.phase_term(), op)
-        state.ctx.accesses.append(record)
+    done = record(state, ins, kind, ptr, n, elem_bytes, values, op)
     shift = elem_bytes.bit_length() - 1
     indices = [simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
     if kind == "store" and not state.loops:
@@ -128,8 +124,19 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
         return []  # (an atomic's old value depends on the order of atomics: the caller makes it opaque)
     sort = z3.RealSort() if _holds_floats(buffer, ins) else z3.BitVecSort(elem_bytes * 8)
     if buffer.role not in ("input", "shared", "null") and state.entered_loop:
-        return [_read_back(state, buffer, lane, ins, sort, record) for lane in range(n)]
+        return [_read_back(state, buffer, lane, ins, sort, done) for lane in range(n)]
     return [_read_element(state, buffer, i, ins, sort, elem_bytes) for i in indices]
+
+
+def record(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: int, values: tuple,
+           op: str = "") -> Access | None:
+    """Record the access (in the real pass; a loop's generic run records nothing) and return it."""
+    if not state.recording:
+        return None
+    done = Access(kind, ptr.space, ptr.buffer, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
+                  state.loops, ins.line, ins.loc, state.phase, state.phase_term(), op)
+    state.ctx.accesses.append(done)
+    return done
 
 
 def _holds_floats(buffer, ins: Instr) -> bool:
@@ -155,7 +162,8 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
             and state.phase_extra is None:
         value = _pending_shared_read(state, buffer, index, ins, sort, elem_bytes)
     elif buffer.role == "shared" and (state.in_body or state.phase_extra is not None) and state.barriers:
-        value = state.opaque(z3.Const("v", sort), f"values read from shared memory in or after a loop with barriers "
+        kind = _shared_sort(state, buffer, sort, elem_bytes)   # (what was stored there: reals through .b32)
+        value = state.opaque(z3.Const("v", kind), f"values read from shared memory in or after a loop with barriers "
                                                   f"({buffer.name}, line {ins.line}) are not resolved to their "
                                                   f"writers yet")
     elif buffer.role == "shared" or state.phase > 0:

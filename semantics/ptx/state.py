@@ -142,7 +142,7 @@ class KernelContext:
     opaque: dict[str, str] = field(default_factory=dict)  # opaque value name -> why its value is not modelled
     # What the model assumed and the checker must prove, as (description, path condition of the thread):
     # every lane of the thread's warp follows the same path there (warp-synchronous exchanges need it).
-    warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
+    warp_uniform: list[tuple] = field(default_factory=list)   # (what, path condition[, its (LoopInfo, k)s])
     shared_reads: list[SharedRead] = field(default_factory=list)
     assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
     loop_reads: dict[str, LoopRead] = field(default_factory=dict)  # placeholder function name -> its reads
@@ -181,11 +181,13 @@ class ThreadState:
     # register absent here is defined wherever it is in `regs`
     undefined: dict[str, z3.BoolRef | None] = field(default_factory=dict)
     line: int = 0                    # the PTX line of the instruction being executed
+    # cp.async copies in flight: (uncommitted copies, committed groups not yet waited for), `async_copy`
+    copies: tuple[int, int] = (0, 0)
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
                            self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra,
-                           self.generic, dict(self.undefined), self.line)
+                           self.generic, dict(self.undefined), self.line, self.copies)
 
     def phase_term(self) -> z3.BitVecRef | None:
         """The number of barriers this thread has passed, when loops with barriers make it symbolic."""

@@ -21,6 +21,7 @@ from semantics.errors import Unsupported
 from semantics.ptx import arg_accumulators, loop_phases, neginf, online_sums, unroll
 from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
+from semantics.ptx.async_copy import ASYNC, require_done
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
 from semantics.ptx.machine import Pointer, simplify
@@ -143,6 +144,7 @@ class Executor:
         return leaving
 
     def _finish(self, st: ThreadState) -> None:
+        require_done(st, "the thread's exit", f"line {st.line}")
         self.exits.append(st.condition())
         if st.recording:
             self.ctx.barrier_paths.append((st.condition(), st.barriers))
@@ -168,7 +170,7 @@ class Executor:
             self._finish(st)
             return []
         handler = (ALU.get(ins.opcode) or MEMORY.get(ins.opcode) or SYNC.get(ins.opcode)
-                   or IDIOM_HANDLERS.get(ins.opcode))
+                   or ASYNC.get(ins.opcode) or IDIOM_HANDLERS.get(ins.opcode))
         if handler is None:
             raise Unsupported(f"instruction `{ins.opcode}{''.join(ins.mods)}`", where)
         st.guard_pred = self._pred(st, ins) if ins.pred is not None else None
@@ -323,6 +325,8 @@ class Executor:
             back_states.append(s)
 
         leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
+        if any(b.copies != st.copies for b in back_states):
+            raise Unsupported("a loop whose iterations leave different cp.async copies in flight", where)
         self._online_first_steps(online, back_states, st, summaries, k, where)
         self._dependent_first_steps(summaries, back_states, st, k, where)
         if per_iteration and len({s.barriers for _, s in leaving}) > 1:
@@ -668,7 +672,9 @@ def _dests(ins: Instr) -> set[str]:
 
 
 def _sources(ins: Instr) -> set[str]:
-    ops = ins.operands if ins.opcode in ("st", "bra") else ins.operands[1:]
+    # (a destination that is an address, as cp.async's and red's, is read)
+    address_first = not ins.operands or not isinstance(ins.operands[0], Reg | Vec)
+    ops = ins.operands if ins.opcode in ("st", "bra") or address_first else ins.operands[1:]
     names = {ins.pred[0]} if ins.pred else set()
     for op in ops:
         for o in (op.elems if isinstance(op, Vec) else [op]):
