@@ -33,15 +33,19 @@ exp(a − m_0)·exp(m_0 − m_k) = exp(a − m_k) (exp.add); any other start kee
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import z3
 
 from semantics.axioms import ideal
-from semantics.comprehension import SUM, sum_over
+from semantics.comprehension import SUM, sum_over, without_empty
+from semantics.errors import Unsupported
 from semantics.ptx import exp_monomials, neginf
 from semantics.ptx.accumulators import Accumulator, at_iteration
 from semantics.ptx.accumulators import classify as classify_accumulator
+from semantics.ptx.machine import Pointer, simplify
+from semantics.ptx.state import ThreadState
 from semantics.terms import mentions
 
 AXIOMS = ("exp.add",)
@@ -181,3 +185,113 @@ def _dependent_sum(header: z3.ArithRef, values: list[z3.ArithRef], max_headers: 
         return None
     return dataclasses.replace(found[0], depends=tuple(used))
 
+
+
+# ---------------------------------------------------------------------------------------------- in a loop summary
+# The executor's use of the above (`semantics.ptx.symexec.Executor._loop`): the online sums at iteration k of the
+# real pass, their first step from -inf, the sums that read a running max, and what a path leaving the loop holds.
+# `same(a, b)` is the executor's proof that two terms are equal for all values of their symbols.
+
+
+def maxes_at(entry: ThreadState, accumulators: dict, at_k: list, k: z3.BitVecRef, header: str) -> list:
+    """(header symbol, value at iteration k) of each max accumulator: what a dependent sum's step reads
+    (`Accumulator.depends`). Built as the max's own summary builds it, so the terms are the same. From -inf,
+    the max over the iterations that ran (k ≥ 1; at k = 0 the register is -inf, and the sum's first step is
+    checked against the real pass instead: `check_dependent_first_steps`)."""
+    pairs = []
+    for r, acc in sorted((r, a) for r, a in accumulators.items() if isinstance(a, Accumulator) and a.kind == "max"):
+        start = entry.regs.get(r)
+        if start is None or isinstance(start, Pointer) or (neginf.mentions_neg_inf(start)
+                                                            and not z3.eq(start, neginf.NEG_INF)):
+            continue
+        step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
+        j = z3.BitVec(f"j.{header}.{r}", 64)
+        pairs.append((acc.header, at_iteration(acc, start, k, step_k, k, j, ran=True)))
+    return pairs
+
+
+def start(body_state: ThreadState, entry: ThreadState, accumulators: dict, summaries: dict, at_k: list, k,
+          header: str, where: str) -> dict:
+    """Each online sum at iteration k in the loop body's state, from the summary of the max it is rebased on; one
+    whose start is outside the theorem is opaque. Returns register -> (sum, its a_l at k, bound variable)."""
+    online = {}
+    for r, o in sorted((r, a) for r, a in accumulators.items() if isinstance(a, OnlineSum)):
+        if o.max_reg not in summaries or r not in entry.regs:
+            body_state.regs[r] = body_state.opaque(entry.regs.get(r, z3.RealVal(0)), f"the value carried in {r}")
+            continue
+        max_acc, max_step_k, jm = summaries[o.max_reg]
+        terms_k = step_at(o, at_k)
+        j = z3.BitVec(f"j.{header}.{r}", 64)
+        mu = max_at(max_acc, entry.regs[o.max_reg], k, max_step_k, k, jm)
+        value = value_at(o, entry.regs[r], entry.regs[o.max_reg], mu, terms_k, k, k, j)
+        if value is None:
+            body_state.regs[r] = body_state.opaque(entry.regs[r], f"the value carried in {r} by the {where} (an "
+                                                   "online sum from -inf that does not start at 0)")
+            continue
+        body_state.use_axiom("exp.add")
+        body_state.regs[r] = value
+        online[r] = (o, terms_k, j)
+    return online
+
+
+def check_first_steps(online: dict, back_states: list, entry: ThreadState, summaries: dict, k, where: str) -> None:
+    """From m = -inf, the first iteration's value on every back edge is proved (`first_step`)."""
+    for r, (o, terms_k, _) in online.items():
+        if not neginf.mentions_neg_inf(entry.regs[o.max_reg]):
+            continue
+        max_step_k = summaries[o.max_reg][1]
+        if not all(first_step(s.regs[r], terms_k, max_step_k, k, where) for s in back_states):
+            raise Unsupported(f"the online sum in {r}: its first iteration from -inf is not proved", where)
+
+
+def check_dependent_first_steps(summaries: dict, back_states: list, entry: ThreadState, k, where: str,
+                                same: Callable) -> None:
+    """A sum reading a running max that starts at -inf (`Accumulator.depends`) is summarised with the max over
+    the iterations that ran in place of -inf at iteration 0 too: that is its value only where the real pass,
+    which computed iteration 0 from -inf by `neginf`'s rules, holds the same after it on every back edge (the
+    solver's proof at k = 0)."""
+    zero = z3.BitVecVal(0, 64)
+    maxes = [(r, a) for r, (a, _, _) in summaries.items() if a.kind == "max"]
+    for r, (acc, step_k, _) in summaries.items():
+        if not acc.depends or not any(neginf.mentions_neg_inf(entry.regs.get(m, z3.RealVal(0))) for m, a in maxes
+                                      if any(z3.eq(a.header, d) for d in acc.depends)):
+            continue
+        expected = simplify(without_empty(simplify(entry.regs[r] + z3.substitute(step_k, (k, zero)))))
+        for b in back_states:
+            got = simplify(without_empty(simplify(z3.substitute(b.regs[r], (k, zero)))))
+            if neginf.mentions_neg_inf(got) or not same(got, expected):
+                raise Unsupported(f"the sum in {r} reads a running max from -inf: its first iteration is not the "
+                                  "step's value", where)
+
+
+def finish(s: ThreadState, entry: ThreadState, online: dict, summaries: dict, at_k: list, k, back_states: list,
+           where: str, same: Callable) -> None:
+    """On a path leaving the loop at iteration k, an online sum holds its value at k, or its value at k+1 where it
+    holds what a back edge of the same iteration holds (the machine's value after one more body, which the
+    induction proved; for a start at a real max also where the solver proves it the step from k). Anything
+    else is opaque."""
+    for r, (o, terms_k, j) in online.items():
+        max_acc, max_step_k, jm = summaries[o.max_reg]
+        m0, s0 = entry.regs[o.max_reg], entry.regs[r]
+        mu = max_at(max_acc, m0, k, max_step_k, k, jm)
+        begin = value_at(o, s0, m0, mu, terms_k, k, k, j)
+        value = s.regs.get(r)
+        if value is None or same(value, begin):
+            continue
+        after_body = any(z3.eq(value, b.regs.get(r, begin)) for b in back_states)
+        if not after_body and not neginf.mentions_neg_inf(m0):
+            after_body = same(value, z3.substitute(o.next_value, (o.header, begin), (o.max_header, mu), *at_k))
+        if after_body:
+            mu_next = max_at(max_acc, m0, k + 1, max_step_k, k, jm)
+            replace_copies(s, value, value_at(o, s0, m0, mu_next, terms_k, k + 1, k, j))
+        else:
+            s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
+
+
+def replace_copies(state: ThreadState, old: z3.ExprRef, new: z3.ExprRef) -> None:
+    """Every register holding the term `old` now holds `new`, an equal value in another form (an accumulator's
+    closed form after one more iteration): nvcc keeps `m_new = fmaxf(m, v)` live after the loop in a register of
+    its own, which must read as the same value as the carried one."""
+    for r, v in state.regs.items():
+        if isinstance(v, z3.ExprRef) and z3.eq(v, old):
+            state.regs[r] = new

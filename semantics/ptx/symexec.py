@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 
 import z3
 
-from semantics.comprehension import without_empty
 from semantics.errors import Unsupported
-from semantics.ptx import arg_accumulators, loop_phases, neginf, online_sums, unroll
+from semantics.ptx import arg_accumulators, loop_phases, online_sums, unroll
 from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
 from semantics.ptx.async_copy import ASYNC, require_done
@@ -288,7 +287,7 @@ class Executor:
             if z3.eq(read.iteration, iteration):
                 read.loop, read.base = info, len(st.barriers)
         summaries, arg_summaries = {}, {}
-        maxes_at_k = _maxes_at(st, accumulators, at_k, k, info)
+        maxes_at_k = online_sums.maxes_at(st, accumulators, at_k, k, info.header)
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
@@ -313,7 +312,7 @@ class Executor:
                 body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
                 body_state.regs.pop(r, None)
-        online = self._online(body_state, st, accumulators, summaries, at_k, k, info, where)
+        online = online_sums.start(body_state, st, accumulators, summaries, at_k, k, info.header, where)
         for r in written & st.undefined.keys():   # an iteration may read the previous one's value or none
             body_state.undefined[r] = None
         body_state.path.append(info.placeholder)
@@ -327,8 +326,8 @@ class Executor:
         leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
         if any(b.copies != st.copies for b in back_states):
             raise Unsupported("a loop whose iterations leave different cp.async copies in flight", where)
-        self._online_first_steps(online, back_states, st, summaries, k, where)
-        self._dependent_first_steps(summaries, back_states, st, k, where)
+        online_sums.check_first_steps(online, back_states, st, summaries, k, where)
+        online_sums.check_dependent_first_steps(summaries, back_states, st, k, where, self._same)
         if per_iteration and len({s.barriers for _, s in leaving}) > 1:
             # the exit paths would be compared by barrier uniformity without knowing they leave at one iteration
             raise Unsupported("a loop with barriers that is left on paths passing different barriers", where)
@@ -339,7 +338,7 @@ class Executor:
                 s.undefined[r] = None
             arg_accumulators.finish(s, st, summaries, arg_summaries, at_k, k, where, self._same)
             self._finish_accumulators(s, st, summaries, at_k + maxes_at_k, k, back_states, where)
-            self._finish_online(s, st, online, summaries, at_k, k, back_states, where)
+            online_sums.finish(s, st, online, summaries, at_k, k, back_states, where, self._same)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
         if self.exit_oracle is not None:
@@ -434,86 +433,7 @@ class Executor:
             if value is None or self._same(value, start):
                 continue
             if any(z3.eq(value, b.regs.get(r, start)) for b in back_states) or self._same(value, one_more):
-                _replace_copies(s, value, at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True))
-            else:
-                s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
-
-    def _online(self, body_state: ThreadState, entry: ThreadState, accumulators: dict, summaries: dict, at_k: list,
-                k, info: LoopInfo, where: str) -> dict:
-        """Each online sum (`online_sums`) at iteration k, from the summary of the max it is rebased on; one whose
-        start is outside the theorem is opaque. Returns register -> (sum, its a_l at k, bound variable)."""
-        online = {}
-        for r, o in sorted((r, a) for r, a in accumulators.items() if isinstance(a, online_sums.OnlineSum)):
-            if o.max_reg not in summaries or r not in entry.regs:
-                body_state.regs[r] = body_state.opaque(entry.regs.get(r, z3.RealVal(0)), f"the value carried in {r}")
-                continue
-            max_acc, max_step_k, jm = summaries[o.max_reg]
-            terms_k = online_sums.step_at(o, at_k)
-            j = z3.BitVec(f"j.{info.header}.{r}", 64)
-            mu = online_sums.max_at(max_acc, entry.regs[o.max_reg], k, max_step_k, k, jm)
-            value = online_sums.value_at(o, entry.regs[r], entry.regs[o.max_reg], mu, terms_k, k, k, j)
-            if value is None:
-                body_state.regs[r] = body_state.opaque(entry.regs[r], f"the value carried in {r} by the {where} (an "
-                                                       "online sum from -inf that does not start at 0)")
-                continue
-            body_state.use_axiom("exp.add")
-            body_state.regs[r] = value
-            online[r] = (o, terms_k, j)
-        return online
-
-    def _online_first_steps(self, online: dict, back_states: list, entry: ThreadState, summaries: dict, k,
-                            where: str) -> None:
-        """From m = -inf, the first iteration's value on every back edge is proved (`online_sums.first_step`)."""
-        for r, (o, terms_k, _) in online.items():
-            if not neginf.mentions_neg_inf(entry.regs[o.max_reg]):
-                continue
-            max_step_k = summaries[o.max_reg][1]
-            if not all(online_sums.first_step(s.regs[r], terms_k, max_step_k, k, where) for s in back_states):
-                raise Unsupported(f"the online sum in {r}: its first iteration from -inf is not proved", where)
-
-    def _dependent_first_steps(self, summaries: dict, back_states: list, entry: ThreadState, k, where: str) -> None:
-        """A sum reading a running max that starts at -inf (`Accumulator.depends`) is summarised with the max
-        over the iterations that ran in place of -inf at iteration 0 too: that is its value only where the real
-        pass, which computed iteration 0 from -inf by `neginf`'s rules, holds the same after it on every back
-        edge (the solver's proof at k = 0)."""
-        zero = z3.BitVecVal(0, 64)
-        for r, (acc, step_k, _) in summaries.items():
-            if not acc.depends or not any(neginf.mentions_neg_inf(entry.regs.get(m, z3.RealVal(0)))
-                                          for m, a in self._max_regs(summaries)
-                                          if any(z3.eq(a.header, d) for d in acc.depends)):
-                continue
-            expected = simplify(without_empty(simplify(entry.regs[r] + z3.substitute(step_k, (k, zero)))))
-            for b in back_states:
-                got = simplify(without_empty(simplify(z3.substitute(b.regs[r], (k, zero)))))
-                if neginf.mentions_neg_inf(got) or not self._same(got, expected):
-                    raise Unsupported(f"the sum in {r} reads a running max from -inf: its first iteration is not "
-                                      "the step's value", where)
-
-    @staticmethod
-    def _max_regs(summaries: dict) -> list:
-        return [(r, a) for r, (a, _, _) in summaries.items() if a.kind == "max"]
-
-    def _finish_online(self, s: ThreadState, entry: ThreadState, online: dict, summaries: dict, at_k: list, k,
-                       back_states: list, where: str) -> None:
-        """On a path leaving the loop at iteration k, an online sum holds its value at k, or its value at k+1 where
-        it holds what a back edge of the same iteration holds (the machine's value after one more body, which
-        the induction proved; for a start at a real max also where the solver proves it the step from k).
-        Anything else is opaque."""
-        for r, (o, terms_k, j) in online.items():
-            max_acc, max_step_k, jm = summaries[o.max_reg]
-            m0, s0 = entry.regs[o.max_reg], entry.regs[r]
-            mu = online_sums.max_at(max_acc, m0, k, max_step_k, k, jm)
-            start = online_sums.value_at(o, s0, m0, mu, terms_k, k, k, j)
-            value = s.regs.get(r)
-            if value is None or self._same(value, start):
-                continue
-            after_body = any(z3.eq(value, b.regs.get(r, start)) for b in back_states)
-            if not after_body and not neginf.mentions_neg_inf(m0):
-                after_body = self._same(value, z3.substitute(o.next_value, (o.header, start), (o.max_header, mu),
-                                                             *at_k))
-            if after_body:
-                mu_next = online_sums.max_at(max_acc, m0, k + 1, max_step_k, k, jm)
-                _replace_copies(s, value, online_sums.value_at(o, s0, m0, mu_next, terms_k, k + 1, k, j))
+                online_sums.replace_copies(s, value, at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True))
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
 
@@ -636,32 +556,6 @@ class Executor:
                 if reg in _dests(item) and item.pred is None:
                     return False
         return False
-
-
-def _maxes_at(entry: ThreadState, accumulators: dict, at_k: list, k: z3.BitVecRef, info: LoopInfo) -> list:
-    """(header symbol, value at iteration k) of each max accumulator: what a dependent sum's step reads
-    (`Accumulator.depends`). Built as the max's own summary builds it, so the terms are the same. From -inf,
-    the max over the iterations that ran (k ≥ 1; at k = 0 the register is -inf, and the sum's first step is
-    checked against the real pass instead: `_dependent_first_steps`)."""
-    pairs = []
-    for r, acc in sorted((r, a) for r, a in accumulators.items() if isinstance(a, Accumulator) and a.kind == "max"):
-        start = entry.regs.get(r)
-        if start is None or isinstance(start, Pointer) or (neginf.mentions_neg_inf(start)
-                                                            and not z3.eq(start, neginf.NEG_INF)):
-            continue
-        step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
-        j = z3.BitVec(f"j.{info.header}.{r}", 64)
-        pairs.append((acc.header, at_iteration(acc, start, k, step_k, k, j, ran=True)))
-    return pairs
-
-
-def _replace_copies(state: ThreadState, old: z3.ExprRef, new: z3.ExprRef) -> None:
-    """Every register holding the term `old` now holds `new`, an equal value in another form (an accumulator's
-    closed form after one more iteration): nvcc keeps `m_new = fmaxf(m, v)` live after the loop in a register of
-    its own, which must read as the same value as the carried one."""
-    for r, v in state.regs.items():
-        if isinstance(v, z3.ExprRef) and z3.eq(v, old):
-            state.regs[r] = new
 
 
 def _dests(ins: Instr) -> set[str]:
