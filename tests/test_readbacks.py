@@ -159,3 +159,36 @@ def test_a_read_back_in_a_nested_loop_is_unknown_naming_it(tmp_path):
     result = job.run_verify(tmp_path / "lark.toml", 300)
     assert result.verdict == "unknown"
     assert "read of written buffer `y` in a nested loop" in result.reason
+
+
+OWN_OVERWRITE = r"""
+#include <math.h>
+extern "C" __global__ void k(const float* __restrict__ x, float* __restrict__ y, int rows, int cols) {
+    int r = blockIdx.x * blockDim.x + threadIdx.x;
+    const float* xr = x + (long long)r * cols;
+    float* yr = y + (long long)r * cols;
+    float m = -INFINITY;
+    #pragma unroll 1
+    for (int c = 0; c < cols; ++c) m = fmaxf(m, xr[c]);
+    float s = 0.0f;
+    #pragma unroll 1
+    for (int c = 0; c < cols; ++c) { float e = expf(xr[c] - m); yr[c] = e; s += e; }
+    yr[0] = 0.0f;
+    #pragma unroll 1
+    for (int c = 0; c < cols; ++c) yr[c] = yr[c] / s;
+}
+"""
+SOFTMAX = REFERENCE.replace("2 * torch.exp(x)", "torch.softmax(x, dim=1)")
+
+
+def test_a_read_back_its_own_thread_overwrote_in_between_is_not_the_earlier_store(tmp_path):
+    """Element 0 is zeroed between the loop that stores it and the loop that reads it back: the read is not taken
+    as the first loop's value, and the answer names the overwriting store (a wrong kernel: unknown, not yet
+    refuted, since the read's placeholder is one function for every iteration and stays opaque)."""
+    if subprocess.run(["nvcc", "--version"], capture_output=True).returncode != 0:
+        pytest.skip("nvcc is not installed")
+    for name, text in (("kernel.cu", OWN_OVERWRITE), ("ref.py", SOFTMAX), ("lark.toml", MANIFEST)):
+        (tmp_path / name).write_text(text)
+    result = job.run_verify(tmp_path / "lark.toml", 300)
+    assert result.verdict == "unknown"
+    assert "may overwrite it in between" in result.reason

@@ -49,8 +49,6 @@ from semantics.properties.races import OTHER
 from semantics.ptx.machine import Launch, Thread, simplify
 from semantics.ptx.state import Access, KernelContext, ReadBack
 
-BV64 = z3.BitVecSort(64)
-
 
 def before(a_loops: tuple, a_line: int, b_loops: tuple, b_line: int) -> z3.BoolRef:
     """One thread runs the instance of a (in `a_loops` at their iterations) before that of b, strictly."""
@@ -149,7 +147,7 @@ class ReadBacks:
         """The placeholder's body over Var(0..) (its arguments), or None and why not."""
         if not read.records:
             return None, "no load of it runs in the real pass"
-        stores = [a for a in self.ctx.accesses if a.buffer == read.buffer and a.kind != "load"]
+        stores = [a for a in self.ctx.accesses if a.space == "global" and a.buffer == read.buffer and a.kind != "load"]
         if not exits_proved([*read.records, *stores]):
             return None, "a loop around it or around a store to the buffer has barriers or no proved exact exit"
         bodies = []
