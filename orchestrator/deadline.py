@@ -7,9 +7,10 @@ stage and, when the deadline passes, raises `DeadlinePassed` inside the thread r
 `PyThreadState_SetAsyncExc`, delivered at the thread's next bytecode). A call into z3 runs no bytecode, and
 the core's own term work (simplifying, checking a model in z3's main context) can run for minutes past the
 deadline (tried: `--timeout 400` ended after 489 s), so each firing also interrupts z3's main context
-(`Z3_interrupt`, scoped to the operation in progress: the context stays usable). The stage is abandoned,
-never trusted: the caller turns
-`DeadlinePassed` into `unknown`. It derives from BaseException so that no `except Exception` in the stage
+(`Z3_interrupt`). An interrupt that finds no z3 call running stays set on the context and cancels every
+later push and simplify in the process (z3 5.4: `push canceled`), until a solver's check starts and clears
+it; so disarming a watchdog that fired runs one empty check. The stage is abandoned, never trusted: the
+caller turns `DeadlinePassed` into `unknown`. It derives from BaseException so that no `except Exception` in the stage
 can take it for an ordinary failure and go on.
 """
 
@@ -69,6 +70,12 @@ class _Watchdog:
             self._timer.cancel()
             if self._fired:                       # delivered or still pending: a pending one is cleared
                 _set_async_exc(self._thread, None)
+                _clear_interrupt()
+
+
+def _clear_interrupt() -> None:
+    """Clears a z3 interrupt left set on the main context: a check's start resets the context's limit."""
+    z3.Solver().check()
 
 
 def within(deadline: float | None, stage: Callable[[], T], on_pass: Callable[[], None] | None = None) -> T:

@@ -68,6 +68,10 @@ class FrontendError(IntakeError):
     """A kernel the frontend cannot turn into PTX; the message carries the compiler's explanation."""
 
 
+class FrontendTimedOut(FrontendError):
+    """The compiler ran out of its time (the job decides whether that was the kernel or the job's budget)."""
+
+
 @dataclass(frozen=True)
 class CompiledKernel:
     """The PTX of one kernel and what the frontend knows about its launch.
@@ -173,7 +177,7 @@ def _run_nvcc(spec: KernelSpec, outputs: list[str], timeout_s: float = NVCC_TIME
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        raise FrontendError("kernel.source", f"nvcc ran over {limit:.1f} s on {spec.source} (the time left of "
+        raise FrontendTimedOut("kernel.source", f"nvcc ran over {limit:.1f} s on {spec.source} (the time left of "
                                              f"the task's --timeout, at most {NVCC_TIMEOUT_S} s)") from None
     if proc.returncode != 0:
         detail = _trim(proc.stderr or proc.stdout)
