@@ -46,11 +46,13 @@ from semantics.properties import (
     loop_shared,
     memory_safety,
     races,
+    readbacks,
     shared_values,
     termination,
 )
 from semantics.properties.common import Finding, escape, thread_witness
 from semantics.properties.reductions import innermost
+from semantics.ptx import exp_monomials
 from semantics.ptx.bind import bind
 from semantics.ptx.machine import AXES, Buffer, Launch, Thread
 from semantics.ptx.state import Access
@@ -84,11 +86,18 @@ class Site:
         return found
 
 
+def _equation(lhs: z3.ExprRef, rhs: z3.ExprRef, name: str) -> bool:
+    """An online sum's step proved again, as `verify` proves it (`KernelContext.equations`)."""
+    theorem = exp_monomials.prove_rebased(lhs, rhs, name)
+    return theorem is not None and theorem.states(lhs == rhs)
+
+
 def site(problem: Problem, hints: dict[str, object]) -> Site:
     """Bind, execute and resolve shared-memory values as `verify` does, every hint proved again before use.
     Reach guards get no iteration bound (a sound over-approximation); a witness's iterations are checked
     exactly by `_reached`."""
     ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
+    ctx.equations = _equation
     provers = replay_provers(hints.get)
 
     def ignore(_ob: Obligation, _outcome: Outcome) -> None:
@@ -103,6 +112,7 @@ def site(problem: Problem, hints: dict[str, object]) -> Site:
                           TIMEOUT_S, ignore, {})
     loop_shared.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, provers.inverse, Z3Checker(),
                         TIMEOUT_S, ignore, {})
+    readbacks.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, Z3Checker(), TIMEOUT_S, ignore)
     launch_ok = z3.And(ctx.thread.in_launch(problem.launch), *ctx.assumptions)
     return Site(problem, ctx.thread, problem.launch, launch_ok, ctx.accesses, ctx.buffers)
 

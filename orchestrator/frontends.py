@@ -68,6 +68,10 @@ class FrontendError(IntakeError):
     """A kernel the frontend cannot turn into PTX; the message carries the compiler's explanation."""
 
 
+class FrontendTimedOut(FrontendError):
+    """The compiler ran out of its time (the job decides whether that was the kernel or the job's budget)."""
+
+
 @dataclass(frozen=True)
 class CompiledKernel:
     """The PTX of one kernel and what the frontend knows about its launch.
@@ -173,7 +177,7 @@ def _run_nvcc(spec: KernelSpec, outputs: list[str], timeout_s: float = NVCC_TIME
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
     except subprocess.TimeoutExpired:
-        raise FrontendError("kernel.source", f"nvcc ran over {limit:.1f} s on {spec.source} (the time left of "
+        raise FrontendTimedOut("kernel.source", f"nvcc ran over {limit:.1f} s on {spec.source} (the time left of "
                                              f"the task's --timeout, at most {NVCC_TIMEOUT_S} s)") from None
     if proc.returncode != 0:
         detail = _trim(proc.stderr or proc.stdout)
@@ -326,6 +330,8 @@ def _compile_triton(spec: KernelSpec, timeout_s: float) -> tuple[CompiledKernel,
     target = triton.backends.compiler.GPUTarget("cuda", int(re.sub(r"\D", "", spec.arch)), 32)
     source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     options = {**TRITON_OPTIONS, "num_warps": spec.num_warps}
+    if spec.num_stages is not None:   # (absent: Triton's own default, as before the field existed)
+        options["num_stages"] = spec.num_stages
     with knobs.compilation.scope(), knobs.cache.scope(), tempfile.TemporaryDirectory(prefix="lark-triton-") as tmp:
         knobs.compilation.disable_line_info = False
         knobs.cache.dir = tmp
@@ -373,6 +379,7 @@ def _compile_record(spec: KernelSpec) -> dict[str, Any]:
         "format": CACHE_FORMAT, "lark": package_version(), "frontend": source_digest(FRONTEND_SOURCES),
         "language": spec.language, "sha256": sha256_file(spec.source), "entry": spec.entry, "arch": spec.arch,
         "signature": spec.signature, "constexprs": spec.constexprs, "num_warps": spec.num_warps,
+        **({"num_stages": spec.num_stages} if spec.num_stages is not None else {}),
         "compiler": _compiler_identity(str(spec.language)),
     }
     if spec.language == "triton":

@@ -13,7 +13,8 @@ verifier's imports (`prestart`); what it started is taken here. Errors still sur
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,7 +22,8 @@ import z3
 
 from orchestrator.bindings import check_bindings
 from orchestrator.capture_cache import capture_cached
-from orchestrator.frontends import NVCC_TIMEOUT_S, CompiledKernel, compile_kernel
+from orchestrator.deadline import DeadlinePassed
+from orchestrator.frontends import NVCC_TIMEOUT_S, CompiledKernel, FrontendTimedOut, compile_kernel
 from orchestrator.manifest import NULL, IntakeError, Task, load_task
 from orchestrator.prestart import CAPTURE, CAPTURE_MIN_S, COMPILE, in_background, take
 from semantics.constants import reference_constants
@@ -31,7 +33,7 @@ from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import DTYPE_BYTES, Buffer, Launch, ScalarParam, null_allocation
 from semantics.ptx.parser import PtxSyntaxError, parse_ptx
 from semantics.ptx.state import Precision
-from semantics.torch.capture import RefGraph
+from semantics.torch.capture import CaptureTimedOut, RefGraph
 from semantics.torch.graph import ScalarSpec, TensorSpec
 from semantics.torch.ops import RefEnv, reference_outputs
 from semantics.torch.ops import Unsupported as TorchUnsupported
@@ -141,7 +143,8 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
         lambda: capture_cached(task.reference.source, max(_left(deadline, capture_s), CAPTURE_MIN_S)))
     note("compile")
     compiling = take(COMPILE, path)
-    compiled = compiling.result() if compiling else compile_kernel(task.kernel, _left(deadline, NVCC_TIMEOUT_S))
+    with _budget_spent_on_time_out(deadline):
+        compiled = compiling.result() if compiling else compile_kernel(task.kernel, _left(deadline, NVCC_TIMEOUT_S))
     try:
         module = parse_ptx(compiled.ptx)
     except PtxSyntaxError as exc:
@@ -151,7 +154,8 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
     if task.safety_only:
         return Prepared(task, compiled, kernel, None, _safety_problem(task, compiled, kernel, module.files))
     note("capture the reference")
-    graph = capture.result()
+    with _budget_spent_on_time_out(deadline):
+        graph = capture.result()
     specs, origin = _tensor_specs(task, graph)
     buffers = _buffers(task, specs, origin)
     scalars = {name: _scalar_symbol(name, graph.user_inputs[origin[name][1]]) for name in task.reference.inputs
@@ -172,6 +176,18 @@ def prepare(path: Path, allow_narrowing: bool = False, capture_s: float = 180.0,
                       precision=Precision(_reference_float_bits(buffers), allow_narrowing),
                       constants=reference_constants(graph), exact_constants=exact_constants)
     return Prepared(task, compiled, kernel, graph, problem)
+
+
+@contextmanager
+def _budget_spent_on_time_out(deadline: float | None) -> Iterator[None]:
+    """A compile or capture that timed out once the job's deadline had passed ran out of the job's budget
+    (unknown), not of its own limit: a reference or kernel that runs too long is bad input (error)."""
+    try:
+        yield
+    except (FrontendTimedOut, CaptureTimedOut) as exc:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise DeadlinePassed from exc
+        raise
 
 
 def _left(deadline: float | None, most: float) -> float:

@@ -1,13 +1,13 @@
 """From a bound task to the state of each property: the trusted core shared by `lark verify` and `lark check`.
 
-Runs the symbolic thread, states every property's top goals and decides the side conditions the derivation of
-those goals rests on (exact loop exits and bounds, what shared reads see, stores overwritten later, defined
-registers, warp convergence, loop barriers). It imports no tactic: the proof search for the goals is handed in
-(`Tactics`, from `semantics.verdict`), and without it (`lark check`) each goal counts as met exactly when a
-theorem replayed from a certificate states it (`semantics.checkers.Known`). Side conditions are asked of a
-checker that, in `verify`, proves them through the kernel and keeps the theorems (`semantics.checkers.Through`)
-and, in `check`, answers them from the same replayed theorems. Either way a property is `proved` only where
-kernel theorems without hypotheses state its top goals (`semantics.goals.established`).
+Runs the symbolic thread, states every property's top goals and decides the side conditions the derivation of those
+goals rests on (exact loop exits and bounds, what shared reads and outputs read back see, stores overwritten later,
+defined registers, warp convergence, loop barriers, online sums' steps). It imports no tactic: the proof search for
+the goals is handed in (`Tactics`, from `semantics.verdict`), and without it (`lark check`) each goal counts as met
+exactly when a theorem replayed from a certificate states it (`semantics.checkers.Known`). Side conditions are
+asked of a checker that, in `verify`, proves them through the kernel and keeps the theorems
+(`semantics.checkers.Through`) and, in `check`, answers them from the same replayed theorems. Either way a property
+is `proved` only where kernel theorems without hypotheses state its top goals (`semantics.goals.established`).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from semantics.properties import (
     loop_shared,
     memory_safety,
     races,
+    readbacks,
     registers,
     shared_init,
     shared_values,
@@ -73,6 +74,7 @@ class Tactics:
     equivalence: Callable[..., PropertyResult]
     atomics: Callable[..., PropertyResult]
     coverage: Callable[..., PropertyResult]
+    equation: Callable[[z3.ExprRef, z3.ExprRef, str], Theorem | None]   # ⊢ lhs = rhs of an online sum's step
 
 
 @dataclass
@@ -169,6 +171,7 @@ class _Run:
         self.note("values through shared memory")
         loop_shared.resolve(ctx, thread, launch, shared, self.provers.inverse, side, t(), self.record, self.hints)
         shared_values.resolve(ctx, thread, launch, shared, self.provers.inverse, side, t(), self.record, self.hints)
+        readbacks.resolve(ctx, thread, launch, shared, side, t(), self.record)
         expected: dict[str, Goals] = {
             "memory_safety": memory_safety.goals(accesses, ctx.buffers, thread, launch_ok),
             "race_freedom": races.goals(accesses, thread, launch, shared),
@@ -212,6 +215,7 @@ class _Run:
     def execute(self, problem: Problem):
         """Bind the launch and run the symbolic thread: the context (accesses, assumptions, ...) and effects."""
         ctx = bind(problem.kernel, problem.launch, problem.args, problem.buffers, problem.precision)
+        ctx.equations = self.equation
         if any(b.is_float for b in problem.buffers.values()):
             ctx.axioms.add("float.reals")   # the axiom every float verdict rests on (DESIGN §3)
         ctx.axioms.update(preconditions.describe(b.name, *b.values) for b in problem.buffers.values() if b.values)
@@ -221,6 +225,18 @@ class _Run:
                                           problem.launch, self.side, self.per_obligation(), self.record, self.hints)
 
         return ctx, execute(problem.kernel, ctx, exit_oracle)
+
+    def equation(self, lhs: z3.ExprRef, rhs: z3.ExprRef, name: str) -> bool:
+        """Whether a kernel theorem without hypotheses states lhs = rhs (`KernelContext.equations`): the tactics'
+        theorem, kept as a fact (verify), or one replayed from the certificate (check)."""
+        statement = lhs == rhs
+        if self.tactics is None:
+            return self.known.theorem(statement) is not None
+        theorem = self.tactics.equation(lhs, rhs, name)
+        if theorem is None or not theorem.states(statement):
+            return False
+        self.facts.append(theorem)
+        return True
 
     def bounds(self, thread, launch, exact: bool) -> Callable:
         """The source of candidate loop bounds: the prover's list, or, with a search, the searched winner. Either

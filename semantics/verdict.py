@@ -25,6 +25,7 @@ from semantics.goals import accepted_forms, established, merge, standings
 from semantics.problem import Problem, Provers, Report
 from semantics.properties import atomics, barriers, coverage, equivalence, memory_safety, race_search
 from semantics.properties.common import UNKNOWN, VIOLATED, Finding, PropertyResult
+from semantics.ptx import exp_monomials
 from semantics.ptx.ast import Kernel
 from semantics.ptx.machine import Launch
 from semantics.sources import source_lines
@@ -33,7 +34,8 @@ __all__ = ["MAX_STORED_NODES", "TACTICS", "FiniteOnly", "Problem", "Provers", "R
            "accepted_forms", "established", "merge", "source_lines", "standings", "verify"]
 
 TACTICS = Tactics(memory_safety=memory_safety.check, race_freedom=race_search.check, barrier_uniformity=barriers.check,
-                  equivalence=equivalence.check, atomics=atomics.check, coverage=coverage.check)
+                  equivalence=equivalence.check, atomics=atomics.check, coverage=coverage.check,
+                  equation=exp_monomials.prove_rebased)
 
 
 def verify(problem: Problem, checker: Checker, provers: Provers, timeout_s: float = 600.0,

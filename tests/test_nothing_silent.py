@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import z3
 from click.testing import CliRunner
 
 from orchestrator import job
@@ -146,6 +147,33 @@ def test_within_stops_python_that_swallows_exceptions() -> None:
         within(time.monotonic() - 1, lambda: 7)
 
 
+def test_within_stops_z3_work_in_the_main_context() -> None:
+    """A stage stuck inside one z3 call (no bytecode runs there, so the async exception alone would wait for it)
+    ends at the deadline; z3's main context is usable afterwards. The query factors a 64-bit semiprime, which
+    z3 does not finish in minutes."""
+    x, y = z3.BitVecs("x y", 64)
+    solver = z3.Solver()
+    solver.add(x * y == 0xC4CEB9FE1A85EC53, z3.UGT(x, 1), z3.UGT(y, 1), z3.ULT(x, 2**32), z3.ULT(y, 2**32))
+    start = time.monotonic()
+    with pytest.raises(DeadlinePassed):
+        within(start + 1.0, solver.check)
+    assert time.monotonic() - start < 30
+    assert z3.simplify(x + 0).eq(x) and z3.Solver().check(x == 1) == z3.sat
+
+
+def test_an_interrupt_that_found_no_z3_call_is_cleared() -> None:
+    """A stage that runs Python past the deadline: the interrupt meant for z3 finds no call running and would
+    stay set on the main context, cancelling every later push and simplify in the process (a server's next
+    jobs, the next tests in a pytest worker)."""
+    start = time.monotonic()
+    with pytest.raises(DeadlinePassed):
+        within(start + 0.2, lambda: time.sleep(5))
+    solver = z3.Solver()
+    solver.push()
+    c = z3.Bool("c")
+    assert z3.simplify(z3.And(c, True)).eq(c)
+
+
 def test_a_stage_past_the_deadline_ends_the_job_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def endless(*_args, **_kwargs):
         while True:
@@ -153,7 +181,7 @@ def test_a_stage_past_the_deadline_ends_the_job_unknown(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(job, "verify", endless)
     result = job.run_verify(write_task(tmp_path, "a", "copy"), 2.0)
-    assert result.verdict == "unknown"
+    assert result.verdict == "unknown", result.reason
     assert "wall-time budget of 2 s exhausted (during" in result.reason
 
 

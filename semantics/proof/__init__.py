@@ -7,6 +7,6 @@ step's rule again) from here, and the rules from `rules`, `sums` and `indices`; 
 """
 
 from semantics.proof.theorem import RULES, Forged, Refused, Step, Theorem, replay  # noqa: I001 (before the rules)
-from semantics.proof import indices, rules, sums, unions  # noqa: F401, E402 (every rule registered for `replay`)
+from semantics.proof import exps, indices, rules, sums, unions  # noqa: F401, E402 (every rule registered for `replay`)
 
 __all__ = ["RULES", "Forged", "Refused", "Step", "Theorem", "replay"]

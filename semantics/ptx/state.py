@@ -7,6 +7,7 @@ instruction's type suffix expects and refuses coercions that would need bit-leve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import z3
@@ -87,6 +88,23 @@ class LoopRead:
     base: int = 0
 
 
+@dataclass
+class ReadBack:
+    """A load of a global buffer the kernel writes, in a loop body or after a loop (an output read back: a
+    softmax normalising in place what an earlier loop stored). `func(block and thread ids, iteration)` stands
+    for the element read (lane `lane` of the load at `line`) until `semantics.properties.readbacks` defines
+    it by this thread's own earlier store (or makes it opaque). `iteration` is the enclosing loop's: the
+    generic run's symbol there, the loop's k in the real pass (the generic run's accumulations over the read
+    become comprehensions over func(..., j)); a read outside loops has no iteration argument. `records` are
+    the real pass's load accesses at that line, each reading this placeholder."""
+
+    func: z3.FuncDeclRef
+    buffer: str
+    line: int
+    lane: int
+    records: list = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class UndefinedRead:
     """A read of a register that holds no value when `guard` holds: no path defined it, or only a predicated
@@ -109,6 +127,12 @@ class Precision:
     allow_narrowing: bool = False
 
 
+# Whether a kernel theorem without hypotheses states lhs = rhs (the derivation's equations: an online sum's step,
+# `semantics.ptx.online_sums`); the third argument names the equation. `semantics.derive` answers it: a tactic's
+# theorem kept as a certificate fact in `lark verify`, a theorem replayed from the certificate in `lark check`.
+Equations = Callable[[z3.ExprRef, z3.ExprRef, str], bool]
+
+
 @dataclass
 class KernelContext:
     """What every thread of one launch shares: the kernel, launch, buffers and parameter values."""
@@ -125,15 +149,17 @@ class KernelContext:
     opaque: dict[str, str] = field(default_factory=dict)  # opaque value name -> why its value is not modelled
     # What the model assumed and the checker must prove, as (description, path condition of the thread):
     # every lane of the thread's warp follows the same path there (warp-synchronous exchanges need it).
-    warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
+    warp_uniform: list[tuple] = field(default_factory=list)   # (what, path condition[, its (LoopInfo, k)s])
     shared_reads: list[SharedRead] = field(default_factory=list)
     assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
     loop_reads: dict[str, LoopRead] = field(default_factory=dict)  # placeholder function name -> its reads
     loop_initialized: set[int] = field(default_factory=set)  # lines of loop reads proved to see a same-iteration write
+    readbacks: dict[str, ReadBack] = field(default_factory=dict)  # placeholder function name -> its loads
     counter: list[int] = field(default_factory=lambda: [0])
     marks: neginf.Marks = field(default_factory=neginf.Marks)  # which values hold the -inf padding marker
     undefined_reads: list[UndefinedRead] = field(default_factory=list)
     precision: Precision = field(default_factory=lambda: Precision())
+    equations: Equations = field(default=lambda _lhs, _rhs, _name: False)   # none stated until the core sets it
 
     def fresh(self) -> int:
         """The next number for a fresh symbol of this execution."""
@@ -163,11 +189,13 @@ class ThreadState:
     # register absent here is defined wherever it is in `regs`
     undefined: dict[str, z3.BoolRef | None] = field(default_factory=dict)
     line: int = 0                    # the PTX line of the instruction being executed
+    # cp.async copies in flight: (uncommitted copies, committed groups not yet waited for), `async_copy`
+    copies: tuple[int, int] = (0, 0)
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
                            self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra,
-                           self.generic, dict(self.undefined), self.line)
+                           self.generic, dict(self.undefined), self.line, self.copies)
 
     def phase_term(self) -> z3.BitVecRef | None:
         """The number of barriers this thread has passed, when loops with barriers make it symbolic."""

@@ -314,7 +314,7 @@ def _run_child(source: Path, timeout_s: float, writable: Path) -> dict[str, Any]
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
     if timed_out:
-        return {"error": f"reference capture timed out after {round(timeout_s, 1):g} s"}
+        return {"error": f"reference capture timed out after {round(timeout_s, 1):g} s", "timed_out": True}
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         why = "exceeded its CPU time limit" if sig == signal.SIGXCPU else f"died with signal {sig}"

@@ -23,7 +23,8 @@ from pathlib import Path
 from semantics.torch.graph import RefGraph, ScalarSpec, TensorSpec
 
 __all__ = [
-    "RefGraph", "ReferenceError", "ScalarSpec", "TensorSpec", "capture_reference", "capture_references",
+    "CaptureTimedOut", "RefGraph", "ReferenceError", "ScalarSpec", "TensorSpec", "capture_reference",
+    "capture_references",
 ]
 
 _WARM_UP_S = 60.0          # importing torch and a first export, before any reference runs
@@ -33,6 +34,11 @@ _MAX_STDERR = 4000
 
 class ReferenceError(Exception):  # the task contract's name (it shadows the builtin weakref error)
     """The reference could not be captured; the message says why (for the user, not a traceback)."""
+
+
+class CaptureTimedOut(ReferenceError):
+    """The capture ran out of its time: bad input when the reference itself runs too long, the end of the
+    job's budget when what was left of the job's timeout bounded it (the job decides which)."""
 
 
 def capture_reference(source: Path, timeout_s: float = 180.0) -> RefGraph:
@@ -87,17 +93,20 @@ def _run_worker(paths: list[Path], timeout_s: float, wall_s: float) -> list[RefG
         except subprocess.TimeoutExpired:
             _kill_group(proc.pid)
             proc.communicate()
-            return [ReferenceError(f"reference capture timed out after {round(wall_s, 1):g} s")] * len(paths)
+            return [CaptureTimedOut(f"reference capture timed out after {round(wall_s, 1):g} s")] * len(paths)
         _kill_group(proc.pid)   # whatever a reference started and left behind
     _pass_on_warnings(err)
     if proc.returncode != 0:
         tail = err.decode(errors="replace")[-_MAX_STDERR:]
         return [ReferenceError(f"capture worker failed (exit status {proc.returncode}): {tail}")] * len(paths)
     try:
-        return [ReferenceError(e["error"]) if "error" in e else RefGraph.from_data(e["graph"])
-                for e in json.loads(out)]
+        return [_failure(e) if "error" in e else RefGraph.from_data(e["graph"]) for e in json.loads(out)]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return [ReferenceError(f"capture worker gave a malformed result: {exc!r}")] * len(paths)
+
+
+def _failure(entry: dict) -> ReferenceError:
+    return (CaptureTimedOut if entry.get("timed_out") else ReferenceError)(entry["error"])
 
 
 def _pass_on_warnings(stderr: bytes) -> None:
