@@ -1,8 +1,8 @@
 """Rewritten lanes closed through kernel rules (issue 14): the rules the tactics' equalities are restated with
-(`divide_by_constant`, `reindex_lanes`, `unroll`, `split_range` of a Prod, `sym` and `substitute_under` under
-a hypothesis), each proving its theorem and refusing tampered inputs (a swapped or repeated bijection, a wrong
-range split, a split of another dividend); `compose.close` refusing a step whose equation does not match; and
-examples whose every lane is now stated exactly by a theorem."""
+(`divide_by_constant`, `reindex_lanes` of Sums, MaxFroms and MinFroms, `unroll`, `split_range` of a Prod, `sym` and
+`substitute_under` under a hypothesis), each proving its theorem and refusing tampered inputs (a swapped or
+repeated bijection, a wrong range split, a split of another dividend); `compose.close` refusing a step whose
+equation does not match; and examples whose every lane is now stated exactly by a theorem."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lean_pool.checker import Z3Checker
 from orchestrator.job import PROVERS
 from orchestrator.pipeline import prepare
 from semantics import verdict
-from semantics.comprehension import PROD, SUM, prod_over, sum_over
+from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, max_over, min_over, prod_over, sum_over
 from semantics.proof import Refused, rules, sums
 from semantics.proof.indices import defines, divide_by_constant
 from semantics.properties import compose, divisions, prefix_proofs
@@ -86,6 +86,42 @@ def test_reindex_lanes_proves_an_unrolled_sum_and_refuses_a_repeated_or_missing_
         sums.reindex_lanes(source, target, swapped, psi, CHECK, T, under)
     with pytest.raises(Refused):   # a Sum is not a Prod
         sums.reindex_lanes(PROD(*source.children()), target, _lanes([2 * j, 2 * j + 1]), psi, CHECK, T, under)
+
+
+def _max(x: z3.ArithRef, y: z3.ArithRef) -> z3.ArithRef:
+    return z3.If(x >= y, x, y)
+
+
+def test_reindex_lanes_proves_an_unrolled_max_with_equal_inits_and_refuses_what_is_not_its_theorem():
+    """MaxFrom(init, 0, 2n, a) = MaxFrom(init', 0, n, max(a[2j], a[2j+1])) needs init = init' too."""
+    w = z3.Real("w")
+    target = max_over(w, 0, n, j, _max(a[2 * j], a[2 * j + 1]))
+    source = MAX_FROM(w, z3.BitVecVal(0, 64), 2 * n, z3.Lambda([i], a[i]))
+    under = z3.ULT(n, 1 << 20)
+    psi = ((i, z3.UDiv(i, 2)), (i, z3.UDiv(i, 2)))
+    lanes = _lanes([2 * j, 2 * j + 1])
+    theorem = sums.reindex_lanes(source, target, lanes, psi, CHECK, T, under)
+    assert theorem.states(z3.Implies(under, source == target))
+    with pytest.raises(Refused, match="init"):   # another init: max(w, …) is not max(w + 1, …)
+        sums.reindex_lanes(source, max_over(w + 1, 0, n, j, _max(a[2 * j], a[2 * j + 1])), lanes, psi, CHECK, T,
+                           under)
+    with pytest.raises(Refused, match="lanes"):   # the body is not the max of its lanes (a min)
+        sums.reindex_lanes(source, max_over(w, 0, n, j, z3.If(a[2 * j] <= a[2 * j + 1], a[2 * j], a[2 * j + 1])),
+                           lanes, psi, CHECK, T, under)
+    with pytest.raises(Refused, match="onto"):   # one lane dropped: the odd elements are not hit
+        sums.reindex_lanes(source, max_over(w, 0, n, j, a[2 * j]), _lanes([2 * j]), psi[:1], CHECK, T, under)
+    with pytest.raises(Refused):   # a MaxFrom is not a MinFrom
+        sums.reindex_lanes(MIN_FROM(*source.children()), target, lanes, psi, CHECK, T, under)
+    with pytest.raises(Refused):   # nor a Sum
+        sums.reindex_lanes(SUM(*source.children()[1:]), target, lanes, psi, CHECK, T, under)
+
+
+def test_reindex_lanes_of_a_min_is_the_same_with_min():
+    w = z3.Real("w")
+    source, target = min_over(w, 0, n, i, a[i]), min_over(w, 0, n, j, a[j])
+    assert sums.reindex_lanes(source, target, _lanes([j]), ((i, i),), CHECK, T).states(source == target)
+    with pytest.raises(Refused):   # a shifted map: the last element is missed
+        sums.reindex_lanes(source, target, ((j, a[j], j + 1),), ((i, i - 1),), CHECK, T)
 
 
 def test_reindex_sum_refuses_a_shifted_bijection():

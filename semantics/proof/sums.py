@@ -1,6 +1,6 @@
 """The kernel's rules about comprehensions (`semantics.comprehension`): reindexing (one lane or several per
-index), splitting and unrolling a `Sum` or a `Prod`. Each Sum rule holds of Prod with · for + (and 1 for 0):
-only commutativity and associativity are used.
+index; `reindex_lanes` also of a `MaxFrom` or a `MinFrom`), splitting and unrolling a `Sum` or a `Prod`. Each
+Sum rule holds of Prod with · for + (and 1 for 0): only commutativity and associativity are used.
 
 Bounds are 64-bit unsigned indices and a body is a z3 array from an index to a real (a lambda, read at an
 index by beta reduction, `comprehension.body_at`); Σ over [lo, hi) is empty when hi ≤ lo. A rule may hold
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import z3
 
 from lean_pool.checker import Checker
-from semantics.comprehension import INDEX, PROD, SUM, body_at
+from semantics.comprehension import INDEX, MAX_FROM, MIN_FROM, PROD, SUM, body_at
 from semantics.proof.rules import by_smt
 from semantics.proof.theorem import Refused, Theorem, _mint, rule
 from semantics.terms import mentions
@@ -30,20 +30,38 @@ Part = tuple[z3.ExprRef, tuple[Lane, ...], tuple[Map, ...]]   # (a comprehension
 
 @dataclass(frozen=True)
 class Monoid:
-    """How a comprehension combines its terms: Sum by + (0 when empty), Prod by · (1 when empty). Both are
-    commutative and associative over the reals, which is all the rules below use."""
+    """How a comprehension combines its terms: Sum by + (0 when empty), Prod by · (1 when empty), max and min
+    (no neutral element). All are commutative and associative over the reals, which is all the rules use."""
 
     name: str
-    neutral: int
+    neutral: int | None
     combine: Callable[[list[z3.ArithRef]], z3.ArithRef]
 
     def of(self, terms: list[z3.ArithRef]) -> z3.ArithRef:
         """The terms combined (the neutral element when there are none, the term itself when one: a sum of one
         argument is no SMT-LIB term cvc5 reads)."""
+        if not terms and self.neutral is None:
+            raise Refused(f"{self.name} of no terms")
         return z3.RealVal(self.neutral) if not terms else terms[0] if len(terms) == 1 else self.combine(terms)
 
 
 MONOIDS = {SUM.name(): Monoid("Sum", 0, z3.Sum), PROD.name(): Monoid("Prod", 1, z3.Product)}
+
+
+def _extremum(greater: bool) -> Callable[[list[z3.ArithRef]], z3.ArithRef]:
+    """max (or min) of one or more real terms, as a tree of If(a >= b, a, b) (If(a <= b, a, b))."""
+    def combine(terms: list[z3.ArithRef]) -> z3.ArithRef:
+        out = terms[0]
+        for t in terms[1:]:
+            out = z3.If(out >= t, out, t) if greater else z3.If(out <= t, out, t)
+        return out
+    return combine
+
+
+# MaxFrom(init, lo, hi, f) and MinFrom: max (min) is commutative, associative and idempotent over the reals;
+# they have no neutral element (the init takes its place, and `reindex_lanes` asks that both inits are equal)
+EXTREMA = {MAX_FROM.name(): Monoid("MaxFrom", None, _extremum(True)),
+           MIN_FROM.name(): Monoid("MinFrom", None, _extremum(False))}
 
 
 def _comprehension(term: z3.ExprRef, rule: str) -> tuple[Monoid, z3.BitVecRef, z3.BitVecRef, z3.ArrayRef]:
@@ -51,6 +69,15 @@ def _comprehension(term: z3.ExprRef, rule: str) -> tuple[Monoid, z3.BitVecRef, z
     if not (z3.is_app(term) and any(term.decl().eq(d) for d in (SUM, PROD))):
         raise Refused(f"{rule}: {term} is not a Sum or a Prod")
     return MONOIDS[term.decl().name()], term.arg(0), term.arg(1), term.arg(2)
+
+
+def _reduction(term: z3.ExprRef, rule: str) -> tuple[Monoid, z3.ArithRef | None, z3.BitVecRef, z3.BitVecRef,
+                                                      z3.ArrayRef]:
+    """(its monoid, init, lo, hi, body) of a Sum or a Prod (init None) or a MaxFrom or a MinFrom, else `Refused`."""
+    if z3.is_app(term) and any(term.decl().eq(d) for d in (MAX_FROM, MIN_FROM)):
+        return EXTREMA[term.decl().name()], term.arg(0), term.arg(1), term.arg(2), term.arg(3)
+    op, lo, hi, body = _comprehension(term, rule)
+    return op, None, lo, hi, body
 
 
 def _inside(i: z3.BitVecRef, lo: z3.BitVecRef, hi: z3.BitVecRef) -> z3.BoolRef:
@@ -111,10 +138,15 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
     Σ_j g(j) = Σ_j Σ_l f(φ_l(j)) = Σ_{(l,j)} f(φ_l(j)) = Σ_i f(i): finite sums of reals do not depend on the
     order or grouping of their terms. Lanes, maps and preimages are hints (untrusted); only the obligations
     decide. (One obligation per lane's body: their sum in one query is much harder for the solver.) For two
-    Prods the same with Π and ·: finite products of reals commute and associate too."""
+    Prods the same with Π and ·: finite products of reals commute and associate too. For two MaxFroms
+    (MinFroms), MaxFrom(init, lo, hi, f) = max({init} ∪ {f(i) : i ∈ [lo,hi)}), the same with max for + in
+    `lanes` and one more obligation, init: init = init' (under `under`): the bijection makes the two sets
+    of values one set, and max (min) of a finite set of reals does not depend on order or grouping (nor on
+    repetition: injectivity is asked all the same). An empty [lo',hi') makes [lo,hi) empty by onto: both
+    sides are then their equal inits."""
     under = z3.BoolVal(True) if under is None else under
-    op, lo, hi, f = _comprehension(source, rule)
-    op2, lo2, hi2, g = _comprehension(target, rule)
+    op, init, lo, hi, f = _reduction(source, rule)
+    op2, init2, lo2, hi2, g = _reduction(target, rule)
     if not source.decl().eq(target.decl()):
         raise Refused(f"{rule}: a {op.name} and a {op2.name}")
     if not lanes or len(lanes) != len(psis):
@@ -140,6 +172,8 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
         conditions["lanes"] = every_j(body_at(g, j) == op.of(terms))
     conditions |= {f"body {n}": every_j(t == body_at(f, at))
                    for n, (t, at) in enumerate(zip(terms, at_j, strict=True))}
+    if init is not None:
+        conditions["init"] = init == init2
     sides = [_side(f"{rule}: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
     return _mint(_conditional(under, source == target), rule, tuple(sides))
 

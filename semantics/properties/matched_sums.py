@@ -6,7 +6,7 @@ reference's range, every reference element is hit, and the two sums have as many
 finite sets of one size). Restated here: one kernel Sum whose body is c lanes (an unrolled loop) against one
 reference Sum, the bijection (lane, j) ↦ φ_lane(j) named by the match and its preimages ψ read off φ when it moves by a
 constant, else the prover's preimage hints (guesses either way: the obligations of `reindex_lanes` decide). A
-union of families, a folded family, a max or a min has no kernel rule yet; its lane stays rewritten.
+pair of MaxFroms (MinFroms) the same, with their inits equal. Unions and folds: `tiled_unions`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from semantics.comprehension import SUM
+from semantics.comprehension import MAX_FROM, MIN_FROM, SUM
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import mp, sym
 from semantics.proof.sums import reindex_lanes, reindex_union
@@ -26,6 +26,8 @@ from semantics.terms import outside_binders
 if TYPE_CHECKING:
     from semantics.properties.reductions import Family, Matcher
 
+# the comprehensions `equation` restates, with the kind of the matcher's family for each
+PAIRED = {SUM: "sum", MAX_FROM: "max", MIN_FROM: "min"}
 COMPOSE_TIMEOUT_S = 10.0   # each side condition of the restatement: the pair is proved already, this is extra
 
 
@@ -46,14 +48,14 @@ class Match:
 
 
 def equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> Theorem | None:
-    """⊢ h → ck = cr for the kernel Sum ck the matcher just paired with the reference's Sum cr (h the matcher's
-    hypothesis), by `reindex_lanes`; None when the pairing is not one unfolded family or a side condition is
-    not proved (each obligation asked is recorded)."""
+    """⊢ h → ck = cr for the kernel Sum (MaxFrom, MinFrom) ck the matcher just paired with the reference's cr of
+    the same kind (h the matcher's hypothesis), by `reindex_lanes`; None when the pairing is not one unfolded
+    family or a side condition is not proved (each obligation asked is recorded)."""
     match = matcher.matched
-    if match is None or ck.decl() != SUM or cr.decl() != SUM or len(match.families) != 1:
+    if match is None or ck.decl() not in PAIRED or cr.decl() != ck.decl() or len(match.families) != 1:
         return None
     family = match.families[0]
-    if family.kind != "sum" or family.outer is not None:
+    if family.kind != PAIRED[ck.decl()] or family.outer is not None:
         return None
     lanes, psis = _lanes(family, match.phis, match.psis, match.ref.var)
     if None in psis:

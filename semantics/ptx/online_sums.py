@@ -88,9 +88,10 @@ def classify(header: z3.ArithRef, nexts: list[z3.ArithRef], max_reg: str, max_ac
 
 
 def _sum(terms: tuple[z3.ArithRef, ...] | list[z3.ArithRef], mu: z3.ArithRef) -> z3.ArithRef:
-    """E(μ) = Σ_l exp(a_l − μ)."""
+    """E(μ) = Σ_l exp(a_l − μ); one term is that term (z3's sum of one argument is no SMT-LIB term cvc5 reads)."""
     exp = ideal("exp")
-    return z3.Sum(*[exp(a - mu) for a in terms])
+    summands = [exp(a - mu) for a in terms]
+    return summands[0] if len(summands) == 1 else z3.Sum(*summands)
 
 
 def step_at(online: OnlineSum, at_k: list) -> tuple[z3.ArithRef, ...]:

@@ -288,7 +288,7 @@ class Executor:
                 read.loop, read.base = info, len(st.barriers)
         summaries, arg_summaries = {}, {}
         maxes_at_k = online_sums.maxes_at(st, accumulators, at_k, k, info.header)
-        for r in written:
+        for r in sorted(written):   # in one order in every process: fresh names are numbered as they are made
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
             elif isinstance(accumulators.get(r), Accumulator):
@@ -473,7 +473,7 @@ class Executor:
         iteration = z3.BitVec(f"iteration!{self.ctx.fresh()}", 64)
         generic.generic = (iteration, len(st.barriers), iteration)
         symbols = {}
-        for r in written:
+        for r in sorted(written):   # in one order in every process (a set's order is not): fresh names numbered
             if r in st.regs:
                 generic.regs[r] = symbols[r] = fresh_like(st.regs[r], r, self.ctx.fresh())
             else:
