@@ -241,6 +241,17 @@ def test_check_accepts_with_both_solvers(certified: Path, row_sum: Path) -> None
 
 # What `lark check` of a certificate must not import: the tactic rows of the trusted-base table, the search, the
 # provers, the LLM agents, and verify's own driver.
+def test_no_certificate_is_written_for_outputs_accumulated_with_atomics(tmp_path: Path) -> None:
+    """lark check cannot re-derive atomics from kernel theorems yet: verify says so instead of writing a
+    certificate that check would reject."""
+    status, output = lark("verify", REPO / "examples" / "atomic_total_sum" / "lark.toml", "--json", "--certificate",
+                          tmp_path / "cert.json")
+    result = json.loads(output)
+    assert status == 0 and result["verdict"] == "verified", output
+    assert "certificate not written: out is accumulated with atomics" in result["reason"]
+    assert not (tmp_path / "cert.json").exists()
+
+
 SEARCH = ("orchestrator.provers", "orchestrator.search", "orchestrator.llm", "orchestrator.job", "semantics.verdict")
 
 
