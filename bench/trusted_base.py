@@ -38,7 +38,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/matched_sums.py", TACTIC, "the matcher's Sum pairs restated by reindex_lanes"),
     ("semantics/properties/prefix_proofs.py", TACTIC, "the prefix split and peel restated by kernel rules"),
     ("semantics/properties/prefix_guards.py", TACTIC, "an exclusive scan's guard on its empty prefix removed"),
-    ("semantics/properties/flat_sums.py", TACTIC, "a reference's nest of Sums over adjacent dims flattened"),
+    ("semantics/properties/flat_sums.py", TACTIC, "a reference's nest of Sums flattened (a plain or decoded index)"),
     ("semantics/properties/shared_values.py", TACTIC, "the shared-value resolver (last writer)"),
     ("semantics/properties/loop_shared.py", TACTIC, "the shared-value resolver inside loops"),
     ("semantics/properties/readbacks.py", TACTIC, "the own-writer resolver of outputs read back"),
