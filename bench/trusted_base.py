@@ -53,6 +53,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/tiled_unions.py", TACTIC, "the matcher's unions and folds restated by tiled_union"),
     ("semantics/properties/prefix_proofs.py", TACTIC, "the prefix split and peel restated by kernel rules"),
     ("semantics/properties/prefix_guards.py", TACTIC, "an exclusive scan's guard on its empty prefix removed"),
+    ("semantics/properties/flat_sums.py", TACTIC, "a reference's nest of Sums flattened (a plain or decoded index)"),
     ("semantics/properties/block_slabs.py", TACTIC, "races across blocks ruled out by per-block slabs (kernel rules)"),
     ("semantics/ptx/exp_monomials.py", TACTIC, "rescaled sums expanded into exp monomials (online softmax's step)"),
     ("semantics/properties/atomic", TRUSTED, "atomic accumulation (verify only: not yet kernel theorems)"),

@@ -99,6 +99,22 @@ def reaching_ids(term: z3.ExprRef, hit) -> set[int]:
     return found
 
 
+def applies_beyond(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...], stop: set[int]) -> bool:
+    """Whether `term` has a subterm applying one of `decls` whose id is not in `stop`, not looking inside
+    the subterms whose ids are in `stop` (a walk that skips parts already known)."""
+    ref, wanted = term.ctx_ref(), {d.get_id() for d in decls}
+    todo, seen = [(term.get_id(), term.as_ast())], set()
+    while todo:
+        i, ast = todo.pop()
+        if i in seen or i in stop:
+            continue
+        seen.add(i)
+        if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and _decl_id(ref, ast) in wanted:
+            return True
+        todo.extend(raw_arguments(ref, ast))
+    return False
+
+
 def _decl_id(ref, ast) -> int:
     return z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, z3.Z3_get_app_decl(ref, ast)))
 

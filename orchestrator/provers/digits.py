@@ -43,21 +43,22 @@ def _split(form: Form, quotients: dict) -> tuple[dict[str, int], dict[str, int],
     return plain, digits, form[1]
 
 
-def _places(forms: _Forms) -> tuple[dict[str, int], dict[str, int]] | None:
-    """L (plain coefficients) and each quotient's place value, when every quotient is a digit of one L: its
-    dividend is L less lo·digit for exactly the digits above it (those of place value at least its own)."""
-    base, places = None, {}
+def _places(forms: _Forms) -> tuple[dict[str, int], dict[str, int], int] | None:
+    """L (plain coefficients), each quotient's place value and L's constant c₀ (an unrolled store's lane
+    offset, `(t + 256 + 1024·k) / HW`), when every quotient is a digit of one L: its dividend is L less lo·digit
+    for exactly the digits above it (those of place value at least its own)."""
+    base, places, offset = None, {}, None
     for name, (dividend, divisor) in sorted(forms.quotients.items(), key=lambda q: len(q[1][0][0])):
         plain, above, const = _split(dividend, forms.quotients)
-        if const or (base is not None and plain != base) or any(a not in places or c != -places[a]
-                                                                for a, c in above.items()):
+        if offset is not None and const != offset or (base is not None and plain != base) or \
+                any(a not in places or c != -places[a] for a, c in above.items()):
             return None
-        base = plain
+        base, offset = plain, const
         modulus = min((places[a] for a in above), default=None)
         if modulus is not None and modulus % divisor:
             return None
         places[name] = divisor
-    return (base, places) if base else None
+    return (base, places, offset) if base else None
 
 
 def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef,
@@ -71,7 +72,7 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.
     found = _places(forms)
     if found is None:
         return None
-    base, places = found
+    base, places, offset = found
     plain, on_digits, const = _split(form, forms.quotients)
     # variables beside L (a loop's iteration k stepping over channels) are digits of their own
     extra = {n: c for n, c in plain.items() if n not in base}
@@ -81,7 +82,8 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.
     weights = {n: k * places[n] + on_digits.get(n, 0) for n in places} | {"low": k} | extra
     if any(w <= 0 for w in weights.values()):
         return None
-    rest, linear, decoded = e - const, z3.BitVecVal(0, 64), {}
+    # index = k·(L + c₀) + Σ digits + extra + (const - k·c₀), and L + c₀ is the mixed radix of the digits
+    rest, linear, decoded = e - (const - k * offset), z3.BitVecVal(-offset, 64), {}
     for name, w in sorted(weights.items(), key=lambda item: -item[1]):
         value = z3.UDiv(rest, w)
         rest = z3.URem(rest, w)

@@ -164,21 +164,23 @@ def _as64(term: z3.BitVecRef) -> z3.BitVecRef:
     return z3.ZeroExt(64 - term.size(), term) if term.size() < 64 else term
 
 
-def _shifts_as_divisions(index: z3.BitVecRef) -> z3.BitVecRef:
+def _shifts_as_divisions(index: z3.BitVecRef, wide: bool = False) -> z3.BitVecRef:
     """The index with nvcc's signed division by 2^k read for a non-negative dividend (a guess the checker
     tests): the sign bits it adds (x >> 31) are 0, and x >> k or the bits k.. of x are x / 2^k, a digit the
-    mixed-radix decoding knows."""
+    mixed-radix decoding knows. `wide`: a 64-bit position's too (a `long long` flat index i / HW, whose
+    quotient z3 keeps as bits 18..61 of i: exactly the low bits of i / 2^18)."""
     signs = [(t, z3.BitVecVal(0, t.size())) for t in subterms(index)
              if z3.is_app_of(t, z3.Z3_OP_BASHR) and z3.is_bv_value(t.arg(1)) and t.arg(1).as_long() >= t.size() - 1]
     index = simplify(z3.substitute(index, *signs)) if signs else index
     pairs = []
     for t in subterms(index):
-        if not z3.is_app(t) or t.num_args() == 0 or not z3.is_bv(t.arg(0)) or t.arg(0).size() > 32:
+        if not z3.is_app(t) or t.num_args() == 0 or not z3.is_bv(t.arg(0)) or t.arg(0).size() > 32 and not wide:
             continue   # a C int's quotient, not bytes (and an If's condition is no bit-vector)
         if (z3.is_app_of(t, z3.Z3_OP_BASHR) or z3.is_app_of(t, z3.Z3_OP_BLSHR)) and z3.is_bv_value(t.arg(1)) \
                 and 0 < t.arg(1).as_long() < t.size():
             pairs.append((t, z3.UDiv(t.arg(0), 1 << t.arg(1).as_long())))
-        elif z3.is_app_of(t, z3.Z3_OP_EXTRACT) and 0 < t.params()[1] and t.params()[0] == t.arg(0).size() - 1:
+        elif z3.is_app_of(t, z3.Z3_OP_EXTRACT) and 0 < t.params()[1] and \
+                (wide or t.params()[0] == t.arg(0).size() - 1):
             high, low = t.params()
             pairs.append((t, z3.Extract(high - low, 0, z3.UDiv(t.arg(0), 1 << low))))
     return z3.substitute(index, *pairs) if pairs else index
@@ -206,7 +208,8 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     form = linearize(simplify(index))
     if form is None:
         return radix.propose(key, simplify(index), variables, e, linearize, propose) or \
-            radix.propose(key, _shifts_as_divisions(simplify(index)), variables, e, linearize, propose)
+            radix.propose(key, _shifts_as_divisions(simplify(index)), variables, e, linearize, propose) or \
+            radix.propose(key, _shifts_as_divisions(simplify(index), wide=True), variables, e, linearize, propose)
     atoms, const = form
     names = {str(v) for v in variables}
     # A variable's high bits next to the variable itself (Triton ORs `tid >> 10` into the block index): guess

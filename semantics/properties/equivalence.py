@@ -34,6 +34,7 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
+from semantics.properties.flat_sums import SumFlattener
 from semantics.properties.lanes import E_INDEX, element_index, goal, hypothesis_at, lane_name
 from semantics.properties.prefix_guards import GuardRemover
 from semantics.properties.races import OTHER
@@ -159,10 +160,11 @@ def check(stores: list[Access], buffers: dict[str, Buffer], references: dict[str
             key = f"equivalence:{buffer.name}:line{access.line}:lane{j}"
 
             def matcher(hypothesis, key=key):
-                # guards of empty prefixes dropped, a running sum against a prefix (scans), zero tails of padded
-                # tiles cut, then the general matcher on what is left
+                # guards of empty prefixes dropped, a running sum against a prefix (scans), the reference's nests
+                # over adjacent dims flattened, zero tails of padded tiles cut, then the general matcher
                 return prefix.Chain(GuardRemover(hypothesis, checker, timeout_s, record),
                                     prefix.splitter(hypothesis, key, checker, timeout_s, record),
+                                    SumFlattener(hypothesis, key, checker, timeout_s, record),
                                     padded_tiles.TileCutter(hypothesis, key, checker, timeout_s, record),
                                     Matcher(hypothesis, provers.reindex, checker, timeout_s, record, accepted, key,
                                             provers.search))

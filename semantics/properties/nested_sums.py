@@ -29,7 +29,7 @@ from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt, conj, mp, sym
 from semantics.proof.sums import regroup, reindex_by
 from semantics.properties import compose
-from semantics.terms import reaching
+from semantics.terms import applies_beyond, reaching
 
 if TYPE_CHECKING:
     from semantics.properties.reductions import Matcher
@@ -50,6 +50,14 @@ def closed_sums(term: z3.ExprRef) -> list[z3.ExprRef]:
         else:
             todo.extend(t.children())
     return found
+
+
+def loop_nest(term: z3.ExprRef, closed: set[int]) -> bool:
+    """Whether the Sum `term` (its body a lambda) is a loop nest: its body holds a Sum other than the `closed`
+    ones (the ids of the term's Sums outside binders, `closed_sums`), which may move with its index. A closed
+    Sum in the body (a mean inside a variance's Σ (x - mean)², the same at every index) is a value of its own,
+    named by the matcher's unions first; compared by congruence it would only cost a failed query."""
+    return applies_beyond(term.arg(2).body(), (SUM,), closed)
 
 
 def _concrete(value: z3.BitVecRef) -> int | None:
@@ -94,8 +102,10 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
         progress = False
         holding = reaching(kernel, (SUM,))   # one walk of the whole term: a body's answer is its own, wherever
         theirs = closed_sums(reference)      # both change only when a rewrite ends the round
-        for ck in closed_sums(kernel):
-            if _bounds(ck) is None or ck.arg(2).body().get_id() not in holding:
+        ours = closed_sums(kernel)
+        closed = {s.get_id() for s in ours}
+        for ck in ours:
+            if _bounds(ck) is None or ck.arg(2).body().get_id() not in holding or not loop_nest(ck, closed):
                 continue
             for cr in theirs:
                 congruent, equation = _congruent(matcher, ck, cr)
