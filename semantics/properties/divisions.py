@@ -129,7 +129,8 @@ def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout
     claim = z3.Implies(hypothesis, defines(dividend, divisor, *parts))
     try:
         theorem = by_smt(claim, checker, timeout_s,
-                         f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence")
+                         f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence",
+                         purify=True)
     except Refused as refused:
         record(refused.obligation, refused.outcome)
         return None

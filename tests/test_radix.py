@@ -1,0 +1,167 @@
+"""Divisions named as mixed-radix digits and index terms read as linear forms (`semantics.radix`,
+`semantics.linear`, through `semantics.purify.purified`): trusted rewrites, so each is checked against the
+solver (STYLE 3) — at pinned values of the free symbols the rewritten formula holds (its digits then forced)
+exactly when the formula does — and on the convolution shapes it was written for."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import z3
+
+from semantics import linear, purify, radix
+
+W = 32
+
+
+def _holds(formula: z3.BoolRef) -> bool:
+    solver = z3.Solver()
+    solver.add(formula)
+    return solver.check() == z3.sat
+
+
+def _symbols() -> tuple[z3.BitVecRef, z3.BitVecRef, z3.BitVecRef, list[z3.BoolRef]]:
+    a, b, c = z3.BitVecs("a b c", 16)
+    return a, b, c, [z3.ULT(a, 37), z3.ULT(b, 1000), z3.ULT(c, 5)]
+
+
+def _random_term(rng: random.Random, leaves: list[z3.BitVecRef], depth: int) -> z3.BitVecRef:
+    """A W-bit index term of the operations the forms read, with divisions by members of the chain
+    37 | 370 | 37000 | 74000 and by a few others."""
+    if depth == 0 or rng.random() < 0.2:
+        leaf = rng.choice(leaves)
+        return z3.ZeroExt(W - leaf.size(), leaf) if leaf.size() < W else leaf
+    x = _random_term(rng, leaves, depth - 1)
+    y = _random_term(rng, leaves, depth - 1)
+    choice = rng.randrange(15)
+    if choice == 0:
+        return x + y
+    if choice == 1:
+        return x * rng.choice([2, 3, 37, 1000, 4095])
+    if choice == 2:
+        return z3.UDiv(x, rng.choice([37, 370, 37000, 74000, 6, 4]))
+    if choice == 3:
+        return z3.URem(x, rng.choice([37, 10, 100, 370, 6, 16]))
+    if choice == 4:
+        return z3.ZeroExt(4, z3.Extract(W - 5, 0, x))
+    if choice == 5:
+        return z3.Concat(z3.Extract(W - 3, 0, x), z3.BitVecVal(0, 2))
+    if choice == 6:
+        return z3.LShR(x, rng.choice([1, 2, 3]))
+    if choice == 7:
+        return z3.ZeroExt(2, z3.Extract(W - 1, 2, x))
+    if choice == 8:
+        return x - rng.choice([0, 1, 7])
+    if choice == 9:
+        return (x << 4) | z3.URem(y, 16)
+    if choice == 10:
+        return z3.SignExt(16, z3.Extract(15, 0, x))
+    if choice == 11:
+        return x | y
+    if choice == 12:
+        k = rng.choice([3, 6, 9, 13])
+        return z3.ZeroExt(W - k - 1, z3.Extract(k, 0, x))
+    if choice == 13:
+        k = rng.choice([3, 6, 9, 13])
+        return z3.Concat(z3.BitVecVal(0, W - k - 1), z3.Extract(k, 0, x))
+    return z3.Concat(z3.BitVecVal(0, 8), z3.Extract(W - 9, 0, x))
+
+
+def _point(rng: random.Random, symbols) -> list[tuple[z3.BitVecRef, z3.BitVecRef]]:
+    a, b, c = symbols
+    return [(a, z3.BitVecVal(rng.randrange(37), 16)), (b, z3.BitVecVal(rng.randrange(1000), 16)),
+            (c, z3.BitVecVal(rng.randrange(5), 16))]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_rewritten_formulas_hold_exactly_where_the_formula_does(seed: int):
+    rng = random.Random(seed)
+    a, b, c, bounds = _symbols()
+    value = z3.ZeroExt(16, a) + 37 * z3.ZeroExt(16, b) + 37000 * z3.ZeroExt(16, c)   # one base value
+    leaves = [a, b, c, z3.UDiv(value, 37), z3.URem(z3.UDiv(value, 37), 10), z3.URem(value, 37),
+              z3.UDiv(value, 370), z3.URem(z3.UDiv(value, 370), 100), z3.UDiv(value, 37000)]
+    for _ in range(10):
+        t, u = _random_term(rng, leaves, 3), _random_term(rng, leaves, 3)
+        formula = z3.And(*bounds, rng.choice([t == u, z3.ULT(t, u), t != u + 1]))
+        rewritten = purify.purified(formula)
+        for _ in range(4):
+            point = _point(rng, (a, b, c))
+            expected = z3.is_true(z3.simplify(z3.substitute(formula, *point)))
+            assert _holds(z3.substitute(rewritten, *point)) == expected
+
+
+def test_a_model_of_the_named_formula_is_a_model_of_the_formula():
+    a, b, c, bounds = _symbols()
+    value = z3.ZeroExt(16, a) + 37 * z3.ZeroExt(16, b) + 37000 * z3.ZeroExt(16, c)
+    kernel = z3.URem(value, 37) + 1024 * z3.URem(z3.UDiv(value, 37), 1000)
+    formula = z3.And(*bounds, kernel == 1024 * 999 + 36, z3.UDiv(value, 37000) == 3)
+    solver = z3.Solver()
+    solver.add(radix.named(formula))
+    assert solver.check() == z3.sat
+    model = solver.model()
+    point = [(s, model.eval(s, model_completion=True)) for s in (a, b, c)]
+    assert z3.is_true(z3.simplify(z3.substitute(formula, *point)))
+    assert [model.eval(s).as_long() for s in (a, b, c)] == [36, 999, 3]
+
+
+def test_a_convolution_index_becomes_one_term():
+    """63_conv2d_square's read of x: the kernel's strength-reduced 62-bit index against the reference's
+    decoded one are the same term once read through the output index's digits."""
+    tid, ctaid, j = z3.BitVec("tid.x", 32), z3.BitVec("ctaid.x", 32), z3.BitVec("j", 64)
+    idx = z3.ZeroExt(32, tid) + 256 * z3.ZeroExt(32, ctaid)
+    narrow = z3.ZeroExt(30, tid) + 256 * z3.ZeroExt(30, ctaid)
+
+    def low(q: z3.BitVecRef) -> z3.BitVecRef:
+        return z3.Extract(61, 0, q)
+    kernel = narrow + 2 * low(z3.UDiv(idx, 1022)) + 16777216 * low(z3.UDiv(idx, 133693952)) \
+        - 1046528 * low(z3.UDiv(idx, 1044484))
+    kernel_index = z3.ZeroExt(2, z3.Extract(63, 2, 8200 + 4194304 * j + z3.Concat(kernel, z3.BitVecVal(0, 2))))
+    m = 8 + 9 * j
+    reference_index = z3.UDiv(idx, 133693952) * 16777216 + z3.UDiv(m, 9) * 1048576 + \
+        (z3.URem(z3.UDiv(idx, 1022), 1022) + z3.URem(z3.UDiv(m, 3), 3)) * 1024 + \
+        z3.URem(z3.ZeroExt(2, narrow), 1022) + z3.URem(m, 3)
+    formula = z3.And(z3.ULT(ctaid, 8355872), z3.ULT(tid, 256), z3.ULT(j, 16), kernel_index != reference_index)
+    rewritten = radix.named(formula)
+    differs = next(f for f in linear.conjuncts(rewritten) if z3.is_not(f) and z3.is_eq(f.arg(0)) or
+                   z3.is_distinct(f))
+    sides = differs.arg(0).children() if z3.is_not(differs) else differs.children()
+    assert sides[0].eq(sides[1])
+    assert not _holds(purify.purified(formula))
+
+
+def test_no_chain_no_digits():
+    """Divisions of one value by 6 and by 4 (no divisibility chain) are left to the one-by-one naming."""
+    x = z3.BitVec("x", 16)
+    wide = z3.ZeroExt(16, x)
+    formula = z3.And(z3.ULT(x, 1000), z3.UDiv(wide, 6) == z3.UDiv(wide, 4))
+    replaced, facts, bases = radix.digits(formula)
+    assert not bases and not facts and replaced.eq(formula)
+
+
+def test_exact_division_of_a_strided_index():
+    """(8 + 9·j) / 9 = j and (8 + 9·j) % 3 = 2 for j < 16; nothing is asked of an unbounded j."""
+    j = z3.BitVec("j", 64)
+    bounded = radix.exact_divisions(z3.And(z3.ULT(j, 16), z3.UDiv(8 + 9 * j, 9) != j))
+    assert not any(z3.is_app_of(t, z3.Z3_OP_BUDIV) for t in linear.conjuncts(bounded))
+    assert not _holds(bounded)
+    unbounded = z3.UDiv(8 + 9 * j, 9) != j
+    assert radix.exact_divisions(unbounded).eq(unbounded)
+
+
+def test_disjoint_bit_fields_read_as_a_sum():
+    """`(q << 7) | r` with r < 128 is q·128 + r (a bit-field insert); with r < 256 it stays an atom."""
+    q, r = z3.BitVecs("q r", 32)
+    forms = linear.Forms(linear.Bounds(z3.And(z3.ULT(q, 1000), z3.ULT(r, 128))))
+    found = forms.natural((q << 7) | r)
+    assert found is not None and found.key() == linear.form({q.get_id(): 128, r.get_id(): 1}, 0).key()
+    loose = linear.Forms(linear.Bounds(z3.And(z3.ULT(q, 1000), z3.ULT(r, 256))))
+    term = (q << 7) | r
+    assert loose.natural(term).key() == linear.form({term.get_id(): 1}, 0).key()
+
+
+def test_a_stated_bound_of_a_sum_does_not_make_it_exact():
+    """t < 10 stated of a sum that can wrap says nothing about its parts: no natural form is read off it."""
+    x, y = z3.BitVecs("x y", 8)
+    forms = linear.Forms(linear.Bounds(z3.ULT(x + y, 10)))
+    assert forms.natural(x + y) is None
