@@ -1,4 +1,4 @@
-"""Linear forms of index terms: Σ aᵢ·vᵢ + c over atoms vᵢ, exact on the naturals or modulo 2^w.
+"""Linear forms of index terms: Σ aᵢ·vᵢ + c over atoms vᵢ, exact on the integers or modulo 2^w.
 
 An index a kernel computes and the index the reference reads are often the same number written two ways: a
 62-bit sum shifted left by two and cut back (`Extract(63, 2, 8200 + Concat(s, 0))`) against a 64-bit sum, an
@@ -6,26 +6,34 @@ An index a kernel computes and the index the reference reads are often the same 
 settles each such equality by bit-blasting adders and bounds; read as linear forms both are one canonical
 term (`build`), and the equality is syntactic.
 
-Definitions (every bit-vector read unsigned; an atom is any term the rules below do not take apart):
+Definitions (a bit-vector's value is unsigned unless said; an atom is any term the rules do not take apart;
+coefficients and constants are integers of either sign):
 
-* The modular form M(t) of a w-bit term: t ≡ M(t) (mod 2^w) for every value of the atoms. Rules: a numeral;
-  +, −, negation, · by numerals and << by a numeral (the ring operations mod 2^w); Extract(h, 0, x) is
-  M(x) mod 2^(h+1); Concat(x, 0^k) is M(x)·2^k (mod 2^(w_x+k) = 2^w, as x·2^k); a term with a natural form
-  has it (below).
-* The natural form N(t): t = N(t) as naturals for every value of the atoms within their bounds (`Bounds`),
-  with every coefficient and the constant ≥ 0. Rules: a numeral; +, · by a numeral, << by a numeral, where
-  the bound of the result is below 2^w (no wrap-around); zero extension and Concat(0, x) keep N(x);
-  Concat(x, 0^k) is N(x)·2^k; sign extension keeps N(x) where x < 2^(w_x − 1) (the sign bit is 0);
-  Extract(h, l, x) and x >> l are N(x)/2^l where x < 2^(h+1) (resp. any x) and 2^l divides every coefficient
-  and the constant; a − b is N(a) − N(b) where N(b) is a numeral at most N(a)'s constant; a | b is
-  N(a) + N(b) where 2^s divides every coefficient and the constant of N(a) and b < 2^s (disjoint bits: the
-  or adds them), either way round.
-* The bound of a natural form is Σ aᵢ·bound(vᵢ) + c, the bound of an atom its structural bound
-  (`semantics.ptx.magic.upper`'s cases) or a top-level conjunct v < n / v ≤ n of the formula for an
-  uninterpreted constant v (true in every model of the formula, and kept verbatim by every rewrite here).
+* Each atom v has an interval [lo(v), hi(v)] (`Bounds`): structural (0 and `semantics.ptx.magic.upper`'s
+  bound) narrowed, for an uninterpreted constant, by the formula's top-level conjuncts v < n, v ≤ n, and, in
+  the branch of an `If(g, a, b)` that g selects, by the bounds g states (`Bounds.under`). A form's range is
+  the least and greatest value it takes with every atom in its interval.
+* The exact form E(t) of a w-bit term: t's value equals E(t) for every value of the atoms in their intervals
+  (so E(t)'s range lies in [0, 2^w)). Rules: a numeral; an atom; +, −, · by a numeral, << by a numeral, of
+  exact forms, where the result's range lies in [0, 2^w) (no wrap-around); zero extension and Concat(0, x)
+  keep E(x); Concat(x, 0^k) is E(x)·2^k; Extract(h, l, x) and x >> l are E(x)/2^l where E(x)'s range lies below
+  2^(h+1) (resp. any) and 2^l divides every coefficient and the constant; a | b is E(a) + E(b) where 2^s
+  divides every coefficient and the constant of E(a) and E(b)'s range lies in [0, 2^s) (the bits are
+  disjoint: the or adds them), either way round; else any integer form congruent to M(t) modulo 2^w whose
+  range lies in [0, 2^w) (t ≡ it and both lie in one window of 2^w numbers) — its coefficients and constant
+  taken in [0, 2^w) or in [−2^(w−1), 2^(w−1)).
+* The modular form M(t): t ≡ M(t) (mod 2^w). Rules: E(t) where there is one; +, −, negation, · by numerals,
+  << by a numeral (ring operations mod 2^w); Extract(h, l, x) is M(x)/2^l mod 2^(h−l+1) where 2^l divides M(x)'s
+  coefficients and constant (x ≡ 2^l·Y, so its bits l.. are Y's); Concat(x, 0^k) is M(x)·2^k; SignExt(k, x)
+  is M(x) read with centred coefficients where that form's range lies in [−2^(w_x−1), 2^(w_x−1)) (then it is
+  x's signed value).
+* A guard's bounds (`bounds_of`): in a conjunct t < n, t ≤ n (unsigned, n a numeral; also ¬(n ≤ t), and
+  Extract(w−1, l, t) = 0, i.e. t < 2^l, and a | b = 0, i.e. a = 0 and b = 0) with M(t) = v + c for one atom v:
+  if v + c, over v's interval, wraps at most once downward and the wrapped values are ≥ n, then the conjunct
+  holds exactly when 0 ≤ v + c < n, i.e. v ∈ [−c, n − 1 − c].
 
-`build(form, w)` is the form as a w-bit term: its sum computed modulo 2^w, so it equals a modular form's term
-always and a natural form's term wherever the form's value is below 2^w, which N's rules guarantee.
+`build(form, w)` is the form as a w-bit term, its sum computed modulo 2^w: equal to a modular form's term
+always, and to an exact form's term (its value lies in [0, 2^w)).
 """
 
 from __future__ import annotations
@@ -63,8 +71,18 @@ class Form:
     def divisible(self, unit: int) -> bool:
         return self.constant % unit == 0 and all(c % unit == 0 for _, c in self.atoms)
 
-    def natural(self) -> bool:
-        return self.constant >= 0 and all(c > 0 for _, c in self.atoms)
+    def divided(self, unit: int, modulus: int | None = None) -> Form:
+        """The form over `unit` (each coefficient and the constant divisible by it)."""
+        return form({a: c // unit for a, c in self.atoms}, self.constant // unit, modulus)
+
+    def centred(self, width: int) -> Form:
+        """Coefficients and constant taken in [−2^(w−1), 2^(w−1)) (the same form modulo 2^w)."""
+        half, full = 1 << (width - 1), 1 << width
+
+        def c(v: int) -> int:
+            v %= full
+            return v - full if v >= half else v
+        return form({a: c(k) for a, k in self.atoms}, c(self.constant))
 
 
 def form(coefficients: dict[int, int], constant: int, modulus: int | None = None) -> Form:
@@ -76,27 +94,6 @@ def form(coefficients: dict[int, int], constant: int, modulus: int | None = None
 
 def numeral(value: int) -> Form:
     return Form((), value)
-
-
-class Bounds:
-    """Upper bounds of terms' values: structural (`magic.upper`'s cases, children through this object), and
-    for an uninterpreted constant also a top-level conjunct v < n or v ≤ n of the formula."""
-
-    def __init__(self, formula: z3.BoolRef | None = None):
-        self.stated: dict[int, int] = {}
-        for c in conjuncts(formula) if formula is not None else ():
-            stated = _stated_bound(c)
-            if stated is not None:
-                v, n = stated
-                self.stated[v.get_id()] = min(n, self.stated.get(v.get_id(), n))
-        # id -> (the term, its bound): the term is held so that its id cannot be reused by a later term
-        self.seen: dict[int, tuple[z3.BitVecRef, int]] = {}
-
-    def __call__(self, term: z3.BitVecRef) -> int:
-        key = term.get_id()
-        if key not in self.seen:
-            self.seen[key] = term, min(magic._upper(term, self), self.stated.get(key, 1 << term.size()))
-        return self.seen[key][1]
 
 
 def conjuncts(formula: z3.BoolRef) -> Iterator[z3.BoolRef]:
@@ -114,7 +111,53 @@ def is_symbol(term: z3.ExprRef) -> bool:
     return z3.is_const(term) and term.decl().kind() == z3.Z3_OP_UNINTERPRETED
 
 
-def _stated_bound(conjunct: z3.BoolRef) -> tuple[z3.BitVecRef, int] | None:
+Interval = tuple[int, int]
+
+
+class Bounds:
+    """Intervals of terms' values: [0, structural bound] (`magic.upper`'s cases, children through this object),
+    narrowed by stated intervals of atoms (by id): a symbol's from the formula's top-level conjuncts v < n and
+    v ≤ n, and whatever `under` adds for a branch."""
+
+    def __init__(self, formula: z3.BoolRef | None = None, stated: dict[int, Interval] | None = None):
+        self.stated: dict[int, Interval] = dict(stated or {})
+        self.held: list[z3.BitVecRef] = []   # the atoms of `stated`, so that no id there is reused
+        for c in conjuncts(formula) if formula is not None else ():
+            found = _symbol_bound(c)
+            if found is not None:
+                v, n = found
+                self.narrow(v, (0, n))
+        # id -> (the term, its upper bound): the term is held so that its id cannot be reused by a later term
+        self.seen: dict[int, tuple[z3.BitVecRef, int]] = {}
+
+    def narrow(self, term: z3.BitVecRef, interval: Interval) -> None:
+        lo, hi = self.stated.get(term.get_id(), (0, (1 << term.size()) - 1))
+        self.stated[term.get_id()] = (max(lo, interval[0]), min(hi, interval[1]))
+        self.held.append(term)
+
+    def under(self, extra: dict[int, tuple[z3.BitVecRef, Interval]]) -> Bounds:
+        """These bounds with the atoms' intervals narrowed further (a branch's guard): a new object, since
+        every bound read through a narrowed atom may change."""
+        inner = Bounds(stated=self.stated)
+        inner.held = list(self.held)
+        for term, interval in extra.values():
+            inner.narrow(term, interval)
+        return inner
+
+    def __call__(self, term: z3.BitVecRef) -> int:
+        """An upper bound of the term's value."""
+        key = term.get_id()
+        if key not in self.seen:
+            top = self.stated.get(key, (0, 1 << term.size()))[1]
+            self.seen[key] = term, min(magic._upper(term, self), top)
+        return self.seen[key][1]
+
+    def low(self, term: z3.BitVecRef) -> int:
+        """A lower bound of the term's value (0 unless stated)."""
+        return self.stated.get(term.get_id(), (0, 0))[0]
+
+
+def _symbol_bound(conjunct: z3.BoolRef) -> tuple[z3.BitVecRef, int] | None:
     """(v, n') for a conjunct v < n (n' = n − 1) or v ≤ n (n' = n), v an uninterpreted constant."""
     for kind, strict in ((z3.Z3_OP_ULT, True), (z3.Z3_OP_ULEQ, False)):
         if z3.is_app_of(conjunct, kind) and is_symbol(conjunct.arg(0)) and z3.is_bv_value(conjunct.arg(1)):
@@ -128,7 +171,7 @@ def _stated_bound(conjunct: z3.BoolRef) -> tuple[z3.BitVecRef, int] | None:
 def _two_adic(f: Form) -> int:
     """The largest s with 2^s dividing every coefficient and the constant (64 for the zero form)."""
     values = [c for _, c in f.atoms] + ([f.constant] if f.constant else [])
-    return min(((v & -v).bit_length() - 1 for v in values), default=64)
+    return min(((abs(v) & -abs(v)).bit_length() - 1 for v in values), default=64)
 
 
 ARITHMETIC = (z3.Z3_OP_BADD, z3.Z3_OP_BSUB, z3.Z3_OP_BNEG, z3.Z3_OP_BMUL, z3.Z3_OP_BSHL, z3.Z3_OP_CONCAT,
@@ -140,16 +183,16 @@ def is_arithmetic(term: z3.ExprRef) -> bool:
 
 
 class Forms:
-    """The natural and modular forms of terms, memoised by id. `atom(t)` names what the rules do not take
-    apart (by default t itself; a rewriter passes its rewritten t)."""
+    """The exact and modular forms of terms, memoised by id. `atom(t)` names what the rules do not take apart
+    (by default t itself; a rewriter passes its rewritten t); `through(form, width)`, when given, returns a
+    form equal to the given one wherever the caller's facts hold (or None)."""
 
     def __init__(self, bounds: Bounds, atom=None, through=None):
         self.bounds = bounds
         self.atoms: dict[int, z3.BitVecRef] = {}
         self._atom_of = atom or (lambda t: t)
-        # through(form, width, natural) -> an equal form (where the caller's facts hold), or None
         self._through = through
-        self._natural: dict[int, Form | None] = {}
+        self._exact: dict[int, Form | None] = {}
         self._modular: dict[int, Form] = {}
         self._held: list[z3.ExprRef] = []   # every term read, so that no id in the memos is reused
 
@@ -162,73 +205,82 @@ class Forms:
         self.atoms[named.get_id()] = named
         return Form(((named.get_id(), 1),), 0)
 
+    def range(self, f: Form) -> Interval:
+        lo = hi = f.constant
+        for a, c in f.atoms:
+            t = self.atoms[a]
+            low, high = self.bounds.low(t), self.bounds(t)
+            lo += c * (low if c > 0 else high)
+            hi += c * (high if c > 0 else low)
+        return lo, hi
+
+    def within(self, f: Form, lo: int, hi: int) -> bool:
+        """Every value of the form lies in [lo, hi)."""
+        low, high = self.range(f)
+        return lo <= low and high < hi
+
     def bound(self, f: Form) -> int:
-        return sum(c * self.bounds(self.atoms[a]) for a, c in f.atoms) + f.constant
+        return self.range(f)[1]
 
     def natural(self, term: z3.BitVecRef) -> Form | None:
+        """E(t), or None."""
         key = term.get_id()
-        if key not in self._natural:
+        if key not in self._exact:
             self._held.append(term)
-            found = self._read_natural(term)
-            if found is None and is_arithmetic(term):
-                found = self._small_modular(term)
-            self._natural[key] = found
-        return self._natural[key]
-
-    def _small_modular(self, term: z3.BitVecRef) -> Form | None:
-        """The term's modular form (read through the caller's `through`) where its bound is below 2^w: then
-        t ≡ M (mod 2^w) and 0 ≤ M < 2^w make t = M."""
-        modular = self._read_modular(term)
-        self._modular[term.get_id()] = modular
-        if self._through is not None:
-            modular = self._through(modular, term.size(), False) or modular
-        return modular if modular.natural() and self.bound(modular) < 1 << term.size() else None
+            self._exact[key] = self._read_exact(term)
+        return self._exact[key]
 
     def modular(self, term: z3.BitVecRef) -> Form:
-        key = term.get_id()
+        """M(t)."""
         exact = self.natural(term)
-        if exact is not None:
-            return exact
-        if key not in self._modular:
-            self._held.append(term)
-            self._modular[key] = self._read_modular(term)
-        return self._modular[key]
+        return exact if exact is not None else self.modular_reading(term)
 
-    def _read_natural(self, term: z3.BitVecRef) -> Form | None:
+    def _read_exact(self, term: z3.BitVecRef) -> Form | None:
         if z3.is_bv_value(term):
             return numeral(term.as_long())
         if not is_arithmetic(term):
             return self.atom(term)
-        w, kind, args = term.size(), term.decl().kind(), term.children()
-        found = self._natural_rule(kind, term, args)
+        w = term.size()
+        found = self._exact_rule(term.decl().kind(), term, term.children())
         if found is not None and self._through is not None:
-            found = self._through(found, w, True) or found
-        return found if found is not None and self.bound(found) < 1 << w else None
+            through = self._through(found, w)
+            found = through if through is not None and self.within(through, 0, 1 << w) else found
+        if found is not None and self.within(found, 0, 1 << w):
+            return found
+        modular = self.modular_reading(term)
+        for candidate in (modular, modular.centred(w)):
+            if self.within(candidate, 0, 1 << w):
+                return candidate
+        return None
 
-    def _natural_rule(self, kind: int, term: z3.BitVecRef, args: list) -> Form | None:
-        parts = [self.natural(a) for a in args] if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BOR, z3.Z3_OP_BSUB) else []
-        if None in parts:
-            return None
-        if kind == z3.Z3_OP_BADD:
+    def modular_reading(self, term: z3.BitVecRef) -> Form:
+        """M(t) by the modular rules alone (through the caller's facts), memoised as t's modular form."""
+        key = term.get_id()
+        if key not in self._modular:
+            found = self._read_modular(term)
+            if self._through is not None:
+                found = self._through(found, term.size()) or found
+            self._held.append(term)
+            self._modular[key] = found.scaled(1, 1 << term.size())
+        return self._modular[key]
+
+    def _exact_rule(self, kind: int, term: z3.BitVecRef, args: list) -> Form | None:
+        if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BOR, z3.Z3_OP_BSUB):
+            parts = [self.natural(a) for a in args]
+            if None in parts:
+                return None
+            if kind == z3.Z3_OP_BOR:
+                return self._disjoint(parts)
             total = parts[0]
             for p in parts[1:]:
-                total = total.plus(p)
+                total = total.plus(p if kind == z3.Z3_OP_BADD else p.scaled(-1))
             return total
-        if kind == z3.Z3_OP_BOR:
-            return self._disjoint(parts)
-        if kind == z3.Z3_OP_BSUB and len(parts) == 2:
-            a, b = parts
-            return a.plus(numeral(-b.constant)) if not b.atoms and b.constant <= a.constant else None
         if kind == z3.Z3_OP_BMUL:
-            numbers = [a.as_long() for a in args if z3.is_bv_value(a)]
             others = [a for a in args if not z3.is_bv_value(a)]
             if len(others) > 1:
                 return None
             inner = self.natural(others[0]) if others else numeral(1)
-            k = 1
-            for n in numbers:
-                k *= n
-            return None if inner is None else inner.scaled(k)
+            return None if inner is None else inner.scaled(_product(args))
         if kind == z3.Z3_OP_BSHL:
             inner = self.natural(args[0])
             return None if inner is None or not z3.is_bv_value(args[1]) else inner.scaled(1 << args[1].as_long())
@@ -236,20 +288,20 @@ class Forms:
             return self.natural(args[0])
         if kind == z3.Z3_OP_SIGN_EXT:
             inner = self.natural(args[0])
-            return inner if inner is not None and self.bound(inner) < 1 << (args[0].size() - 1) else None
+            return inner if inner is not None and self.within(inner, 0, 1 << (args[0].size() - 1)) else None
         if kind == z3.Z3_OP_CONCAT:
             return self._concat(args, True)
         if kind == z3.Z3_OP_EXTRACT:
             hi, lo = term.params()
             inner = self.natural(args[0])
-            if inner is None or self.bound(inner) >= 1 << (hi + 1) or not inner.divisible(1 << lo):
+            if inner is None or not self.within(inner, 0, 1 << (hi + 1)) or not inner.divisible(1 << lo):
                 return None
-            return inner.scaled(1) if lo == 0 else form({a: c >> lo for a, c in inner.atoms}, inner.constant >> lo)
+            return inner.divided(1 << lo)
         if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
             inner, s = self.natural(args[0]), args[1].as_long()
             if inner is None or s >= term.size() or not inner.divisible(1 << s):
                 return None
-            return form({a: c >> s for a, c in inner.atoms}, inner.constant >> s)
+            return inner.divided(1 << s)
         return None
 
     def _disjoint(self, parts: list[Form]) -> Form | None:
@@ -258,21 +310,21 @@ class Forms:
             return None
         for high, low in (parts, parts[::-1]):
             s = _two_adic(high)
-            if s < 64 and self.bound(low) < 1 << s:
+            if s < 64 and self.within(low, 0, 1 << s):
                 return high.plus(low)
         return None
 
-    def _concat(self, args: list, natural: bool) -> Form | None:
+    def _concat(self, args: list, exact: bool) -> Form | None:
         """Zero high parts, one term, zero low parts: the term times 2^(width of the low zeros). With zero high
-        parts the value is the term's exactly, so only its natural form says it; without, its modular form
+        parts the value is the term's exactly, so only its exact form says it; without, its modular form
         scaled is the concatenation's modulo its width."""
         parts = [a for a in args if not (z3.is_bv_value(a) and a.as_long() == 0)]
         if len(parts) != 1:
             return None
         i = next(n for n, a in enumerate(args) if a.eq(parts[0]))
-        if not natural and i > 0:
+        if not exact and i > 0:
             return None
-        inner = self.natural(parts[0]) if natural else self.modular(parts[0])
+        inner = self.natural(parts[0]) if exact else self.modular(parts[0])
         shift = sum(a.size() for a in args[i + 1:])
         return None if inner is None else inner.scaled(1 << shift)
 
@@ -281,32 +333,77 @@ class Forms:
             return self.atom(term)
         w, kind, args = term.size(), term.decl().kind(), term.children()
         mod = 1 << w
-        if kind == z3.Z3_OP_BADD:
-            total = numeral(0)
-            for a in args:
-                total = total.plus(self.modular(a), mod)
-            return total
-        if kind == z3.Z3_OP_BSUB and len(args) == 2:
-            return self.modular(args[0]).plus(self.modular(args[1]).scaled(-1), mod)
+        if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BSUB):
+            total = self.modular(args[0])
+            for a in args[1:]:
+                part = self.modular(a)
+                total = total.plus(part if kind == z3.Z3_OP_BADD else part.scaled(-1), mod)
+            return total.scaled(1, mod)
         if kind == z3.Z3_OP_BNEG:
             return self.modular(args[0]).scaled(-1, mod)
         if kind == z3.Z3_OP_BMUL and sum(not z3.is_bv_value(a) for a in args) <= 1:
-            k, inner = 1, numeral(1)
-            for a in args:
-                if z3.is_bv_value(a):
-                    k *= a.as_long()
-                else:
-                    inner = self.modular(a)
-            return inner.scaled(k, mod)
+            inner = next((self.modular(a) for a in args if not z3.is_bv_value(a)), numeral(1))
+            return inner.scaled(_product(args), mod)
         if kind == z3.Z3_OP_BSHL and z3.is_bv_value(args[1]):
             return self.modular(args[0]).scaled(1 << min(args[1].as_long(), w), mod)
-        if kind == z3.Z3_OP_EXTRACT and term.params()[1] == 0:
-            return self.modular(args[0]).scaled(1, mod)
+        if kind == z3.Z3_OP_EXTRACT:
+            inner, lo = self.modular(args[0]), term.params()[1]
+            if inner.divisible(1 << lo):
+                return inner.divided(1 << lo, mod)
+        if kind == z3.Z3_OP_SIGN_EXT:
+            inner = self.modular(args[0]).centred(args[0].size())
+            half = 1 << (args[0].size() - 1)
+            if self.within(inner, -half, half):
+                return inner.scaled(1, mod)
         if kind == z3.Z3_OP_CONCAT:
             found = self._concat(args, False)
             if found is not None:
                 return found.scaled(1, mod)
         return self.atom(term)
+
+    def bounds_of(self, guard: z3.BoolRef) -> dict[int, tuple[z3.BitVecRef, Interval]]:
+        """The intervals the guard's conjuncts state of single atoms (the module docstring's last rule)."""
+        found: dict[int, tuple[z3.BitVecRef, Interval]] = {}
+        for t, n in _upper_tests(guard):
+            f = self.modular(t).centred(t.size())
+            if len(f.atoms) != 1 or f.atoms[0][1] != 1:
+                continue
+            a, c = f.atoms[0][0], f.constant
+            v = self.atoms[a]
+            lo, hi = self.bounds.low(v), self.bounds(v)
+            if not (-(1 << t.size()) < lo + c and hi + c < 1 << t.size() and lo + c + (1 << t.size()) >= n):
+                continue
+            old = found.get(a, (v, (lo, hi)))[1]
+            found[a] = v, (max(old[0], -c), min(old[1], n - 1 - c))
+        return found
+
+
+def _upper_tests(guard: z3.BoolRef) -> Iterator[tuple[z3.BitVecRef, int]]:
+    """(t, n) for each conjunct of the guard that says t < n (unsigned, n a numeral ≥ 1)."""
+    todo = list(conjuncts(guard))
+    while todo:
+        c = todo.pop()
+        if z3.is_app_of(c, z3.Z3_OP_ULT) and z3.is_bv_value(c.arg(1)) and c.arg(1).as_long() > 0:
+            yield c.arg(0), c.arg(1).as_long()
+        elif z3.is_app_of(c, z3.Z3_OP_ULEQ) and z3.is_bv_value(c.arg(1)):
+            yield c.arg(0), c.arg(1).as_long() + 1
+        elif z3.is_not(c) and z3.is_app_of(c.arg(0), z3.Z3_OP_ULEQ) and z3.is_bv_value(c.arg(0).arg(0)) and \
+                c.arg(0).arg(0).as_long() > 0:
+            yield c.arg(0).arg(1), c.arg(0).arg(0).as_long()
+        elif z3.is_eq(c) and z3.is_bv_value(c.arg(1)) and c.arg(1).as_long() == 0:
+            t = c.arg(0)
+            if z3.is_app_of(t, z3.Z3_OP_BOR):
+                todo += [a == 0 for a in t.children()]
+            elif z3.is_app_of(t, z3.Z3_OP_EXTRACT) and t.params()[0] == t.arg(0).size() - 1:
+                yield t.arg(0), 1 << t.params()[1]
+
+
+def _product(args: list) -> int:
+    k = 1
+    for a in args:
+        if z3.is_bv_value(a):
+            k *= a.as_long()
+    return k
 
 
 def build(f: Form, width: int, atoms: dict[int, z3.BitVecRef]) -> z3.BitVecRef:
@@ -317,8 +414,9 @@ def build(f: Form, width: int, atoms: dict[int, z3.BitVecRef]) -> z3.BitVecRef:
         t = atoms[a]
         grown = z3.ZeroExt(width - t.size(), t) if t.size() < width else \
             z3.Extract(width - 1, 0, t) if t.size() > width else t
-        summand = grown if c == 1 else grown * z3.BitVecVal(c, width)
+        summand = grown if c == 1 else grown * z3.BitVecVal(c % (1 << width), width)
         total = summand if total is None else total + summand
+    constant = f.constant % (1 << width)
     if total is None:
-        return z3.BitVecVal(f.constant, width)
-    return total + z3.BitVecVal(f.constant, width) if f.constant else total
+        return z3.BitVecVal(constant, width)
+    return total + z3.BitVecVal(constant, width) if constant else total

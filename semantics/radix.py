@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import z3
 
-from semantics.linear import Bounds, Form, Forms, build, form, is_arithmetic
+from semantics.linear import Bounds, Form, Forms, build, form, is_arithmetic, numeral
 from semantics.terms import subterms
 
 QUOTIENTS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I)
@@ -66,20 +66,22 @@ def _is_quotient(term: z3.ExprRef) -> bool:
 # ---- exact division ------------------------------------------------------------------------------------
 
 def _exact(forms: Forms, division: z3.BitVecRef) -> z3.BitVecRef | None:
-    """The exact division theorem's quotient or remainder term for `division`, or None."""
+    """The exact division theorem's quotient or remainder term for `division`, or None: t = d·Q + R with Q
+    the atoms whose coefficients d divides, over d, and R the rest; if R's range lies in [0, d) then t / d = Q
+    and t % d = R; if R is a numeral c, then t / d = Q + ⌊c/d⌋ and t % d = c mod d."""
     d = division.arg(1).as_long()
     f = forms.natural(division.arg(0))
     if f is None:
         return None
     whole = {a: c // d for a, c in f.atoms if c % d == 0}
     rest = form({a: c for a, c in f.atoms if c % d}, f.constant)
-    if not whole and f.constant < d:
-        return None
-    if rest.atoms and forms.bound(rest) >= d:
-        return None
-    result = form(whole, rest.constant // d) if _is_quotient(division) else form(dict(rest.atoms),
-                                                                                 rest.constant % d)
-    return build(result, division.size(), forms.atoms)
+    if rest.atoms:
+        if not whole or not forms.within(rest, 0, d):
+            return None
+        quotient, remainder = form(whole, 0), rest
+    else:
+        quotient, remainder = form(whole, rest.constant // d), numeral(rest.constant % d)
+    return build(quotient if _is_quotient(division) else remainder, division.size(), forms.atoms)
 
 
 def exact_divisions(formula: z3.BoolRef) -> z3.BoolRef:
@@ -163,7 +165,7 @@ def digits(formula: z3.BoolRef, prefix: str = "radix") -> tuple[z3.BoolRef, list
     for base, members in groups.items():
         chain = _chain({c for _, s in members for c in (s.lo, s.hi) if c is not None})
         terms = list(dividends.get(base, {}).values())
-        if chain is None or not terms or all(p & (p - 1) == 0 for p in chain):
+        if chain is None or not terms or not base[0] or all(p & (p - 1) == 0 for p in chain):
             continue
         width = max(t.size() for t in [*terms, *(m for m, _ in members)])
         bound = min(forms.bounds(t) for t in terms)
@@ -191,7 +193,8 @@ def digits(formula: z3.BoolRef, prefix: str = "radix") -> tuple[z3.BoolRef, list
 # ---- reading L through its digits -------------------------------------------------------------------------
 
 class Rewriter:
-    """Index terms rebuilt from their forms, every base value read through its digits."""
+    """Index terms rebuilt from their forms, every base value read through its digits, and the taken branch
+    of an `If` rewritten under the bounds its guard states."""
 
     def __init__(self, bounds: Bounds, bases: list[Base], atoms: dict[int, z3.BitVecRef]):
         self.bases = bases
@@ -213,7 +216,13 @@ class Rewriter:
         if not z3.is_app(term) or z3.is_quantifier(term) or term.num_args() == 0:
             return term
         children = term.children()
-        new = [self.rewrite(c) for c in children]
+        if z3.is_app_of(term, z3.Z3_OP_ITE):
+            guard = self.rewrite(children[0])
+            narrowed = self.forms.bounds_of(guard)
+            taken = Rewriter(self.forms.bounds.under(narrowed), self.bases, self.forms.atoms) if narrowed else self
+            new = [guard, taken.rewrite(children[1]), self.rewrite(children[2])]
+        else:
+            new = [self.rewrite(c) for c in children]
         return term if all(a.eq(b) for a, b in zip(children, new, strict=True)) else term.decl()(*new)
 
     def _rebuilt(self, term: z3.BitVecRef) -> z3.BitVecRef:
@@ -224,19 +233,19 @@ class Rewriter:
                 return atom
         return build(f, term.size(), self.forms.atoms)
 
-    def _through_digits(self, f: Form, width: int, natural: bool) -> Form | None:
-        """f with each base value it holds k times replaced by its digits (the last theorem), or None. A
-        natural f stays natural (its bound then checked by the caller); a modular one is kept modulo 2^w."""
-        modulus = None if natural else 1 << width
+    def _through_digits(self, f: Form, width: int) -> Form | None:
+        """f with each base value it holds k times (modulo 2^w) replaced by its digits: congruent to f modulo
+        2^w wherever the digit constraints hold (the last theorem); None when no base is held."""
+        modulus = 1 << width
         changed = False
         for base in self.bases:
             first, coefficient = base.value.atoms[0]
-            k = f.coefficient(first) // coefficient
-            if k <= 0 or any((f.coefficient(a) - k * c) % (modulus or 1 << 128) for a, c in base.value.atoms):
+            k = (f.coefficient(first) % modulus) // coefficient
+            if k <= 0 or any((f.coefficient(a) - k * c) % modulus for a, c in base.value.atoms):
                 continue
-            f = f.plus(base.value.scaled(-k), modulus).plus(base.digits.scaled(k), modulus)
+            f = f.plus(base.value.scaled(-k)).plus(base.digits.scaled(k))
             changed = True
-        return f if changed and (modulus or f.natural()) else None
+        return f if changed else None
 
 
 def named(formula: z3.BoolRef, prefix: str = "radix") -> z3.BoolRef:

@@ -34,7 +34,7 @@ def _random_term(rng: random.Random, leaves: list[z3.BitVecRef], depth: int) -> 
         return z3.ZeroExt(W - leaf.size(), leaf) if leaf.size() < W else leaf
     x = _random_term(rng, leaves, depth - 1)
     y = _random_term(rng, leaves, depth - 1)
-    choice = rng.randrange(15)
+    choice = rng.randrange(19)
     if choice == 0:
         return x + y
     if choice == 1:
@@ -65,6 +65,18 @@ def _random_term(rng: random.Random, leaves: list[z3.BitVecRef], depth: int) -> 
     if choice == 13:
         k = rng.choice([3, 6, 9, 13])
         return z3.Concat(z3.BitVecVal(0, W - k - 1), z3.Extract(k, 0, x))
+    if choice == 14:   # a padding guard on a shifted coordinate, the read under it
+        shift = rng.choice([1, 2, 4, 40])
+        return z3.If(z3.ULT(x - shift, rng.choice([30, 500, 1000])), (x - shift) * 3 + y, y - x)
+    if choice == 15:   # an int coordinate with a negative offset, sign-extended
+        return z3.SignExt(16, z3.Extract(15, 0, x) - rng.choice([1, 4, 300]))
+    if choice == 16:   # the same past the sign bit for some values
+        return z3.SignExt(16, z3.Extract(15, 0, x) * 977 - 5)
+    if choice == 17:   # a guard on one coordinate whose wrapped values pass too (no bound may be read off it)
+        leaf = rng.choice(leaves)
+        v = z3.ZeroExt(W - leaf.size(), leaf) if leaf.size() < W else leaf
+        low = z3.ZeroExt(8, z3.Extract(W - 9, 0, 7 * v - 70))   # exact only where v ≥ 10
+        return z3.If(z3.ULT(v - 10, rng.choice([(1 << W) - 3, 20])), low, y)
     return z3.Concat(z3.BitVecVal(0, 8), z3.Extract(W - 9, 0, x))
 
 
@@ -76,19 +88,22 @@ def _point(rng: random.Random, symbols) -> list[tuple[z3.BitVecRef, z3.BitVecRef
 
 @pytest.mark.parametrize("seed", range(12))
 def test_rewritten_formulas_hold_exactly_where_the_formula_does(seed: int):
+    """A random index term t and a random point P: t = t(P) still holds at P once rewritten (the digits then
+    forced), and t = t(P) + 1 does not; so does a comparison of two terms."""
     rng = random.Random(seed)
     a, b, c, bounds = _symbols()
     value = z3.ZeroExt(16, a) + 37 * z3.ZeroExt(16, b) + 37000 * z3.ZeroExt(16, c)   # one base value
     leaves = [a, b, c, z3.UDiv(value, 37), z3.URem(z3.UDiv(value, 37), 10), z3.URem(value, 37),
               z3.UDiv(value, 370), z3.URem(z3.UDiv(value, 370), 100), z3.UDiv(value, 37000)]
-    for _ in range(10):
+    for _ in range(8):
         t, u = _random_term(rng, leaves, 3), _random_term(rng, leaves, 3)
-        formula = z3.And(*bounds, rng.choice([t == u, z3.ULT(t, u), t != u + 1]))
-        rewritten = purify.purified(formula)
-        for _ in range(4):
-            point = _point(rng, (a, b, c))
+        point = _point(rng, (a, b, c))
+        at = z3.simplify(z3.substitute(t, *point))
+        for claim in (t == at, t == at + 1, z3.ULT(t, u)):
+            # (the last conjunct, always true, makes the value a base even where t divides nothing)
+            formula = z3.And(*bounds, claim, z3.ULE(z3.URem(z3.UDiv(value, 37), 10), 9))
             expected = z3.is_true(z3.simplify(z3.substitute(formula, *point)))
-            assert _holds(z3.substitute(rewritten, *point)) == expected
+            assert _holds(z3.substitute(purify.purified(formula), *point)) == expected
 
 
 def test_a_model_of_the_named_formula_is_a_model_of_the_formula():
@@ -130,6 +145,19 @@ def test_a_convolution_index_becomes_one_term():
     assert not _holds(purify.purified(formula))
 
 
+@pytest.mark.parametrize("value", range(12))
+def test_an_exact_division_with_a_falling_term(value: int):
+    """(26 − x) / 8 and (26 − x) % 8 where the guard 5 ≤ x ≤ 8 holds: the rest 26 − x is no remainder
+    (26 − x ≥ 8), so it is no exact division; the rewrite must agree with the formula at every x."""
+    x = z3.BitVec("x", 32)
+    read = z3.If(z3.ULT(x - 5, 4), z3.UDiv(26 - x, 8) * 100 + z3.URem(26 - x, 8), z3.BitVecVal(7, 32))
+    expected = (26 - value) // 8 * 100 + (26 - value) % 8 if 5 <= value <= 8 else 7
+    for k in (expected, expected + 1):
+        formula = z3.And(z3.ULT(x, 12), read == k)
+        pinned = z3.substitute(purify.purified(formula), (x, z3.BitVecVal(value, 32)))
+        assert _holds(pinned) == (k == expected)
+
+
 def test_no_chain_no_digits():
     """Divisions of one value by 6 and by 4 (no divisibility chain) are left to the one-by-one naming."""
     x = z3.BitVec("x", 16)
@@ -165,3 +193,16 @@ def test_a_stated_bound_of_a_sum_does_not_make_it_exact():
     x, y = z3.BitVecs("x y", 8)
     forms = linear.Forms(linear.Bounds(z3.ULT(x + y, 10)))
     assert forms.natural(x + y) is None
+
+
+def test_a_guard_states_a_coordinate_interval_only_where_no_wrapped_value_passes():
+    """ih − 2 < 5 (unsigned) with ih < 10 says 2 ≤ ih ≤ 6; ih − 10 < 2^32 − 3 says nothing (ih = 3 passes
+    it wrapped); Extract(31, 9, ow − 4) = 0 says 4 ≤ ow ≤ 515 as `ow - 4 < 512` does."""
+    ih, ow = z3.BitVec("ih", 32), z3.BitVec("ow", 32)
+    forms = linear.Forms(linear.Bounds(z3.And(z3.ULT(ih, 10), z3.ULT(ow, 1000))))
+    assert {t.get_id(): i for t, i in forms.bounds_of(z3.ULT(ih - 2, 5)).values()} == {ih.get_id(): (2, 6)}
+    assert forms.bounds_of(z3.ULT(ih - 10, (1 << 32) - 3)) == {}
+    masked = z3.Extract(31, 9, ow - 4) == 0
+    assert [i for _, i in forms.bounds_of(masked).values()] == [(4, 515)]
+    both = z3.And(z3.Not(z3.ULE(5, ih - 2)), (z3.Extract(31, 9, ow - 4) | z3.Extract(31, 9, ih)) == 0)
+    assert sorted(i for _, i in forms.bounds_of(both).values()) == [(2, 6), (4, 515)]

@@ -12,8 +12,8 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics import preconditions
 from semantics.axioms import ground_facts
-from semantics.purify import purified
 from semantics.proof.theorem import Refused, Theorem, _mint
+from semantics.purify import purified
 
 
 def negation(claim: z3.BoolRef) -> z3.BoolRef:
