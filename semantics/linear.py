@@ -294,39 +294,52 @@ class Forms:
         if kind == z3.Z3_OP_EXTRACT:
             hi, lo = term.params()
             inner = self.natural(args[0])
-            if inner is None or not self.within(inner, 0, 1 << (hi + 1)) or not inner.divisible(1 << lo):
+            if inner is None or not self.within(inner, 0, 1 << (hi + 1)):
                 return None
-            return inner.divided(1 << lo)
+            return self.floor(inner, 1 << lo)
         if kind == z3.Z3_OP_BLSHR and z3.is_bv_value(args[1]):
             inner, s = self.natural(args[0]), args[1].as_long()
-            if inner is None or s >= term.size() or not inner.divisible(1 << s):
-                return None
-            return inner.divided(1 << s)
+            return None if inner is None or s >= term.size() else self.floor(inner, 1 << s)
         return None
+
+    def floor(self, f: Form, d: int) -> Form | None:
+        """⌊f / d⌋ as a form, for f ≥ 0 (an exact form): f = d·Q + R with Q the atoms whose coefficients d
+        divides, over d, and R the rest; if R's range lies in [0, d), ⌊f/d⌋ = Q (and f mod d = R); if R is a
+        numeral c, ⌊f/d⌋ = Q + ⌊c/d⌋ (Euclid). None otherwise."""
+        whole = {a: c // d for a, c in f.atoms if c % d == 0}
+        rest = form({a: c for a, c in f.atoms if c % d}, f.constant)
+        if not rest.atoms:
+            return form(whole, rest.constant // d)
+        return form(whole, 0) if self.within(rest, 0, d) else None
 
     def _disjoint(self, parts: list[Form]) -> Form | None:
-        """An `or` of two operands whose bits cannot overlap: their sum."""
-        if len(parts) != 2:
-            return None
-        for high, low in (parts, parts[::-1]):
-            s = _two_adic(high)
-            if s < 64 and self.within(low, 0, 1 << s):
-                return high.plus(low)
-        return None
+        """An `or` of operands whose bits cannot overlap, folded left: each next operand's bits are disjoint
+        from the operands' so far (one is zero, or one is a multiple of 2^s and the other below 2^s), so the
+        or is their sum."""
+        total = parts[0]
+        for part in parts[1:]:
+            for high, low in ((total, part), (part, total)):
+                s = _two_adic(high)
+                if s < 64 and self.within(low, 0, 1 << s) or low.key() == ((), 0):
+                    total = high.plus(low)
+                    break
+            else:
+                return None
+        return total
 
     def _concat(self, args: list, exact: bool) -> Form | None:
-        """Zero high parts, one term, zero low parts: the term times 2^(width of the low zeros). With zero high
-        parts the value is the term's exactly, so only its exact form says it; without, its modular form
-        scaled is the concatenation's modulo its width."""
-        parts = [a for a in args if not (z3.is_bv_value(a) and a.as_long() == 0)]
-        if len(parts) != 1:
-            return None
-        i = next(n for n, a in enumerate(args) if a.eq(parts[0]))
-        if not exact and i > 0:
-            return None
-        inner = self.natural(parts[0]) if exact else self.modular(parts[0])
-        shift = sum(a.size() for a in args[i + 1:])
-        return None if inner is None else inner.scaled(1 << shift)
+        """Concat(p₁, …, pₙ) is Σ pᵢ·2^(width of the parts after pᵢ), exactly: with every part's exact form,
+        the exact form; with the lower parts' exact forms and the top part's modular form, the modular form
+        (the top part's bits past its width fall outside the concatenation's)."""
+        total, shift = numeral(0), 0
+        for n, part in enumerate(reversed(args)):
+            top = n == len(args) - 1
+            f = self.natural(part) if exact or not top else self.modular(part)
+            if f is None:
+                return None
+            total = total.plus(f.scaled(1 << shift))
+            shift += part.size()
+        return total
 
     def _read_modular(self, term: z3.BitVecRef) -> Form:
         if not is_arithmetic(term):
@@ -347,9 +360,13 @@ class Forms:
         if kind == z3.Z3_OP_BSHL and z3.is_bv_value(args[1]):
             return self.modular(args[0]).scaled(1 << min(args[1].as_long(), w), mod)
         if kind == z3.Z3_OP_EXTRACT:
-            inner, lo = self.modular(args[0]), term.params()[1]
+            lo = term.params()[1]
+            inner, exact = self.modular(args[0]), self.natural(args[0])
             if inner.divisible(1 << lo):
                 return inner.divided(1 << lo, mod)
+            shifted = None if exact is None else self.floor(exact, 1 << lo)   # bits lo.. of x: ⌊x/2^lo⌋
+            if shifted is not None:
+                return shifted.scaled(1, mod)
         if kind == z3.Z3_OP_SIGN_EXT:
             inner = self.modular(args[0]).centred(args[0].size())
             half = 1 << (args[0].size() - 1)

@@ -34,7 +34,7 @@ def _random_term(rng: random.Random, leaves: list[z3.BitVecRef], depth: int) -> 
         return z3.ZeroExt(W - leaf.size(), leaf) if leaf.size() < W else leaf
     x = _random_term(rng, leaves, depth - 1)
     y = _random_term(rng, leaves, depth - 1)
-    choice = rng.randrange(19)
+    choice = rng.randrange(21)
     if choice == 0:
         return x + y
     if choice == 1:
@@ -72,6 +72,10 @@ def _random_term(rng: random.Random, leaves: list[z3.BitVecRef], depth: int) -> 
         return z3.SignExt(16, z3.Extract(15, 0, x) - rng.choice([1, 4, 300]))
     if choice == 16:   # the same past the sign bit for some values
         return z3.SignExt(16, z3.Extract(15, 0, x) * 977 - 5)
+    if choice == 18:   # bit fields: the high bits of one term over the low bits of another
+        return z3.Concat(z3.Extract(W - 1, 9, x), z3.Extract(8, 0, y))
+    if choice == 19:   # an or of fields the way z3 distributes it over a concatenation
+        return z3.Concat(z3.Extract(W - 10, 0, x) | z3.Extract(W - 1, 9, y), z3.Extract(8, 0, y))
     if choice == 17:   # a guard on one coordinate whose wrapped values pass too (no bound may be read off it)
         leaf = rng.choice(leaves)
         v = z3.ZeroExt(W - leaf.size(), leaf) if leaf.size() < W else leaf
