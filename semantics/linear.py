@@ -303,14 +303,22 @@ class Forms:
         return None
 
     def floor(self, f: Form, d: int) -> Form | None:
-        """⌊f / d⌋ as a form, for f ≥ 0 (an exact form): f = d·Q + R with Q the atoms whose coefficients d
-        divides, over d, and R the rest; if R's range lies in [0, d), ⌊f/d⌋ = Q (and f mod d = R); if R is a
-        numeral c, ⌊f/d⌋ = Q + ⌊c/d⌋ (Euclid). None otherwise."""
+        """⌊f / d⌋ as a form, for an exact form f (`euclid`'s quotient), or None."""
+        split = self.euclid(f, d)
+        return None if split is None else split[0]
+
+    def euclid(self, f: Form, d: int) -> tuple[Form, Form] | None:
+        """(⌊f/d⌋, f mod d) as forms, for an exact form f, or None. f = d·W + R with W the atoms whose
+        coefficients d divides, over d, and R the rest; where ⌊lo/d⌋ = ⌊hi/d⌋ = q for R's range [lo, hi],
+        R − d·q lies in [0, d), so f = d·(W + q) + (R − d·q) is Euclid's division (its quotient and remainder
+        are unique)."""
         whole = {a: c // d for a, c in f.atoms if c % d == 0}
         rest = form({a: c for a, c in f.atoms if c % d}, f.constant)
-        if not rest.atoms:
-            return form(whole, rest.constant // d)
-        return form(whole, 0) if self.within(rest, 0, d) else None
+        lo, hi = self.range(rest)
+        if lo // d != hi // d:
+            return None
+        q = lo // d
+        return form(whole, q), rest.plus(numeral(-d * q))
 
     def _disjoint(self, parts: list[Form]) -> Form | None:
         """An `or` of operands whose bits cannot overlap, folded left: each next operand's bits are disjoint

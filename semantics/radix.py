@@ -17,9 +17,9 @@ Definitions, on natural numbers (every bit-vector read unsigned; forms and bound
   [lo, hi), then T / d is [lo·d, hi) and T % d is [lo, lo·d), provided d divides hi / lo (or hi = ∞):
   ⌊(⌊B/lo⌋ mod m) / d⌋ = ⌊B/(lo·d)⌋ mod (m/d) and (⌊B/lo⌋ mod m) mod d = ⌊B/lo⌋ mod d, for d | m.
 
-Theorem (exact division). If the dividend t has the natural form Q·d + R, Q the atoms whose coefficients d
-divides (divided by d) plus ⌊R₀/d⌋ for R's constant R₀, and the rest R (bound(R) < d, or R a numeral), then
-t / d = Q and t % d = R mod d (Euclid), in every model of the formula's symbol bounds.
+Theorem (exact division). If the dividend t has an exact form f (`semantics.linear`), its quotient and
+remainder by d are `Forms.euclid`'s, where it gives them (Euclid's division is unique), in every model of the
+formula's symbol bounds.
 
 Theorem (digits). Let B have the bound X, cut points 1 = p₀ | p₁ | … | p_k with X + p_k ≤ 2^W, and digits
 c₀ … c_k (W-bit) with cᵢ ≤ p_{i+1}/pᵢ − 1 (i < k), c_k ≤ ⌊X/p_k⌋ and zext(t) = Σ pᵢ·cᵢ at W bits for each
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import z3
 
-from semantics.linear import Bounds, Form, Forms, build, form, is_arithmetic, numeral
+from semantics.linear import Bounds, Form, Forms, build, form, is_arithmetic
 from semantics.terms import subterms
 
 QUOTIENTS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I)
@@ -66,22 +66,12 @@ def _is_quotient(term: z3.ExprRef) -> bool:
 # ---- exact division ------------------------------------------------------------------------------------
 
 def _exact(forms: Forms, division: z3.BitVecRef) -> z3.BitVecRef | None:
-    """The exact division theorem's quotient or remainder term for `division`, or None: t = d·Q + R with Q
-    the atoms whose coefficients d divides, over d, and R the rest; if R's range lies in [0, d) then t / d = Q
-    and t % d = R; if R is a numeral c, then t / d = Q + ⌊c/d⌋ and t % d = c mod d."""
-    d = division.arg(1).as_long()
+    """The exact division theorem's quotient or remainder term for `division`, or None."""
     f = forms.natural(division.arg(0))
-    if f is None:
+    split = None if f is None else forms.euclid(f, division.arg(1).as_long())
+    if split is None:
         return None
-    whole = {a: c // d for a, c in f.atoms if c % d == 0}
-    rest = form({a: c for a, c in f.atoms if c % d}, f.constant)
-    if rest.atoms:
-        if not whole or not forms.within(rest, 0, d):
-            return None
-        quotient, remainder = form(whole, 0), rest
-    else:
-        quotient, remainder = form(whole, rest.constant // d), numeral(rest.constant % d)
-    return build(quotient if _is_quotient(division) else remainder, division.size(), forms.atoms)
+    return build(split[0] if _is_quotient(division) else split[1], division.size(), forms.atoms)
 
 
 def exact_divisions(formula: z3.BoolRef) -> z3.BoolRef:
