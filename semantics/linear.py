@@ -15,22 +15,29 @@ coefficients and constants are integers of either sign):
   the least and greatest value it takes with every atom in its interval.
 * The exact form E(t) of a w-bit term: t's value equals E(t) for every value of the atoms in their intervals
   (so E(t)'s range lies in [0, 2^w)). Rules: a numeral; an atom; +, −, · by a numeral, << by a numeral, of
-  exact forms, where the result's range lies in [0, 2^w) (no wrap-around); zero extension and Concat(0, x)
-  keep E(x); Concat(x, 0^k) is E(x)·2^k; Extract(h, l, x) and x >> l are E(x)/2^l where E(x)'s range lies below
-  2^(h+1) (resp. any) and 2^l divides every coefficient and the constant; a | b is E(a) + E(b) where 2^s
-  divides every coefficient and the constant of E(a) and E(b)'s range lies in [0, 2^s) (the bits are
-  disjoint: the or adds them), either way round; else any integer form congruent to M(t) modulo 2^w whose
-  range lies in [0, 2^w) (t ≡ it and both lie in one window of 2^w numbers) — its coefficients and constant
-  taken in [0, 2^w) or in [−2^(w−1), 2^(w−1)).
+  exact forms, where the result's range lies in [0, 2^w) (no wrap-around); zero extension keeps E(x);
+  Concat(p₁, …, pₙ) is Σ E(pᵢ)·2^(width of the parts after pᵢ); sign extension keeps E(x) where its range
+  lies below 2^(w_x−1) (the sign bit is 0); Extract(h, l, x) is ⌊E(x)/2^l⌋ where E(x)'s range lies below
+  2^(h+1), and x >> l is ⌊E(x)/2^l⌋, each by `Forms.euclid`; an or of operands is their sum where each next
+  operand's bits are disjoint from the operands' so far (one is 0, or one's coefficients and constant are
+  multiples of 2^s and the other's range lies in [0, 2^s)); else any integer form congruent to M(t)
+  modulo 2^w whose range lies in [0, 2^w) (t ≡ it and both lie in one window of 2^w numbers) — its
+  coefficients and constant taken in [0, 2^w) or in [−2^(w−1), 2^(w−1)).
 * The modular form M(t): t ≡ M(t) (mod 2^w). Rules: E(t) where there is one; +, −, negation, · by numerals,
   << by a numeral (ring operations mod 2^w); Extract(h, l, x) is M(x)/2^l mod 2^(h−l+1) where 2^l divides M(x)'s
-  coefficients and constant (x ≡ 2^l·Y, so its bits l.. are Y's); Concat(x, 0^k) is M(x)·2^k; SignExt(k, x)
-  is M(x) read with centred coefficients where that form's range lies in [−2^(w_x−1), 2^(w_x−1)) (then it is
-  x's signed value).
-* A guard's bounds (`bounds_of`): in a conjunct t < n, t ≤ n (unsigned, n a numeral; also ¬(n ≤ t), and
-  Extract(w−1, l, t) = 0, i.e. t < 2^l, and a | b = 0, i.e. a = 0 and b = 0) with M(t) = v + c for one atom v:
-  if v + c, over v's interval, wraps at most once downward and the wrapped values are ≥ n, then the conjunct
-  holds exactly when 0 ≤ v + c < n, i.e. v ∈ [−c, n − 1 − c].
+  coefficients and constant (x ≡ 2^l·Y, so its bits l.. are Y's), or ⌊E(x)/2^l⌋ mod 2^(h−l+1); Concat(p₁, …,
+  pₙ) is M(p₁)·2^(…) + Σ_{i>1} E(pᵢ)·2^(…) (bits of the top part past its width fall outside);
+  SignExt(k, x) is M(x) read with centred coefficients where that form's range lies in
+  [−2^(w_x−1), 2^(w_x−1)) (then it is x's signed value).
+* Euclid (`Forms.euclid`): f = d·W + R with W the atoms whose coefficients d divides, over d, and R the rest;
+  where ⌊lo/d⌋ = ⌊hi/d⌋ = q over R's range [lo, hi], ⌊f/d⌋ = W + q and f mod d = R − d·q.
+* A guard's bounds (`bounds_of`): in a conjunct low ≤ t < high (unsigned, numerals: t < n, t ≤ n, ¬(n ≤ t),
+  n ≤ t, Extract(w−1, l, t) = 0 i.e. t < 2^l, a | b = 0 i.e. a = 0 and b = 0) with M(t) = v + c for one atom v
+  (c centred): if v + c, over v's interval, stays in (−2^w, 2^w) and its wrapped values (v + c < 0, read as
+  v + c + 2^w) are ≥ high, then the conjunct holds exactly when v ∈ [max(low − c, −c), high − 1 − c].
+
+A guard every conjunct of which is such a test is equivalent, with the atoms in their intervals, to
+lo ≤ v ∧ v ≤ hi for each atom it bounds (`Forms.canonical_guard`).
 
 `build(form, w)` is the form as a w-bit term, its sum computed modulo 2^w: equal to a modular form's term
 always, and to an exact form's term (its value lies in [0, 2^w)).
@@ -387,40 +394,75 @@ class Forms:
         return self.atom(term)
 
     def bounds_of(self, guard: z3.BoolRef) -> dict[int, tuple[z3.BitVecRef, Interval]]:
-        """The intervals the guard's conjuncts state of single atoms (the module docstring's last rule)."""
+        """The intervals the guard's conjuncts state of single atoms (the module docstring's guard rule), for
+        the conjuncts it reads; the others say nothing here."""
+        return self._intervals(guard, strict=False) or {}
+
+    def canonical_guard(self, guard: z3.BoolRef) -> z3.BoolRef | None:
+        """The guard as lo ≤ v ∧ v ≤ hi per atom (by id order), when every conjunct is a test the guard rule
+        reads: equivalent to it wherever the atoms lie in their intervals. Two guards that test the same
+        coordinates the same way become one term (a padding test written `ih >= 0 && ih < H` in 32 bits and
+        as one unsigned 64-bit compare)."""
+        found = self._intervals(guard, strict=True)
+        if not found:
+            return None
+        parts = []
+        for _, (v, (lo, hi)) in sorted(found.items()):
+            if lo > hi:
+                return z3.BoolVal(False)
+            parts += [z3.ULE(z3.BitVecVal(lo, v.size()), v), z3.ULE(v, z3.BitVecVal(hi, v.size()))]
+        return z3.And(parts)
+
+    def _intervals(self, guard: z3.BoolRef, strict: bool) -> dict[int, tuple[z3.BitVecRef, Interval]] | None:
         found: dict[int, tuple[z3.BitVecRef, Interval]] = {}
-        for t, n in _upper_tests(guard):
-            f = self.modular(t).centred(t.size())
-            if len(f.atoms) != 1 or f.atoms[0][1] != 1:
+        for test in _tests(guard):
+            read = None if test is None else self._interval(*test)
+            if read is None:
+                if strict:
+                    return None
                 continue
-            a, c = f.atoms[0][0], f.constant
-            v = self.atoms[a]
-            lo, hi = self.bounds.low(v), self.bounds(v)
-            if not (-(1 << t.size()) < lo + c and hi + c < 1 << t.size() and lo + c + (1 << t.size()) >= n):
-                continue
-            old = found.get(a, (v, (lo, hi)))[1]
-            found[a] = v, (max(old[0], -c), min(old[1], n - 1 - c))
+            v, (lo, hi) = read
+            old = found.get(v.get_id(), (v, (lo, hi)))[1]
+            found[v.get_id()] = v, (max(old[0], lo), min(old[1], hi))
         return found
 
+    def _interval(self, t: z3.BitVecRef, low: int, high: int) -> tuple[z3.BitVecRef, Interval] | None:
+        """(v, [a, b]) when low ≤ t < high (unsigned) says exactly v ∈ [a, b] for t ≡ v + c (mod 2^w) with v in
+        its interval: where v + c cannot wrap, or wraps only downward (below 0) to values ≥ high."""
+        f = self.modular(t).centred(t.size())
+        if len(f.atoms) != 1 or f.atoms[0][1] != 1:
+            return None
+        v, c, full = self.atoms[f.atoms[0][0]], f.constant, 1 << t.size()
+        lo, hi = self.bounds.low(v), self.bounds(v)
+        if not (-full < lo + c and hi + c < full) or (lo + c < 0 and lo + c + full < high):
+            return None
+        return v, (max(lo, low - c, -c), min(hi, high - 1 - c))
 
-def _upper_tests(guard: z3.BoolRef) -> Iterator[tuple[z3.BitVecRef, int]]:
-    """(t, n) for each conjunct of the guard that says t < n (unsigned, n a numeral ≥ 1)."""
+
+def _tests(guard: z3.BoolRef) -> Iterator[tuple[z3.BitVecRef, int, int] | None]:
+    """(t, low, high) for each conjunct of the guard that says low ≤ t < high (unsigned, numerals), None for
+    any other conjunct: t < n, t ≤ n, ¬(n ≤ t), n ≤ t, Extract(w−1, l, t) = 0 (t < 2^l), a | b = 0."""
     todo = list(conjuncts(guard))
     while todo:
         c = todo.pop()
-        if z3.is_app_of(c, z3.Z3_OP_ULT) and z3.is_bv_value(c.arg(1)) and c.arg(1).as_long() > 0:
-            yield c.arg(0), c.arg(1).as_long()
-        elif z3.is_app_of(c, z3.Z3_OP_ULEQ) and z3.is_bv_value(c.arg(1)):
-            yield c.arg(0), c.arg(1).as_long() + 1
+        numeric = [z3.is_bv_value(a) for a in c.children()] if z3.is_app(c) and c.num_args() == 2 else []
+        if z3.is_app_of(c, z3.Z3_OP_ULT) and numeric == [False, True]:
+            yield c.arg(0), 0, c.arg(1).as_long()
+        elif z3.is_app_of(c, z3.Z3_OP_ULEQ) and numeric == [False, True]:
+            yield c.arg(0), 0, c.arg(1).as_long() + 1
+        elif z3.is_app_of(c, z3.Z3_OP_ULEQ) and numeric == [True, False]:
+            yield c.arg(1), c.arg(0).as_long(), 1 << c.arg(1).size()
         elif z3.is_not(c) and z3.is_app_of(c.arg(0), z3.Z3_OP_ULEQ) and z3.is_bv_value(c.arg(0).arg(0)) and \
-                c.arg(0).arg(0).as_long() > 0:
-            yield c.arg(0).arg(1), c.arg(0).arg(0).as_long()
-        elif z3.is_eq(c) and z3.is_bv_value(c.arg(1)) and c.arg(1).as_long() == 0:
-            t = c.arg(0)
-            if z3.is_app_of(t, z3.Z3_OP_BOR):
-                todo += [a == 0 for a in t.children()]
-            elif z3.is_app_of(t, z3.Z3_OP_EXTRACT) and t.params()[0] == t.arg(0).size() - 1:
-                yield t.arg(0), 1 << t.params()[1]
+                not z3.is_bv_value(c.arg(0).arg(1)):
+            yield c.arg(0).arg(1), 0, c.arg(0).arg(0).as_long()
+        elif z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
+                z3.is_app_of(c.arg(0), z3.Z3_OP_BOR):
+            todo += [a == 0 for a in c.arg(0).children()]
+        elif z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
+                z3.is_app_of(c.arg(0), z3.Z3_OP_EXTRACT) and c.arg(0).params()[0] == c.arg(0).arg(0).size() - 1:
+            yield c.arg(0).arg(0), 0, 1 << c.arg(0).params()[1]
+        elif not z3.is_true(c):
+            yield None
 
 
 def _product(args: list) -> int:

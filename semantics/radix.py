@@ -183,8 +183,8 @@ def digits(formula: z3.BoolRef, prefix: str = "radix") -> tuple[z3.BoolRef, list
 # ---- reading L through its digits -------------------------------------------------------------------------
 
 class Rewriter:
-    """Index terms rebuilt from their forms, every base value read through its digits, and the taken branch
-    of an `If` rewritten under the bounds its guard states."""
+    """Index terms rebuilt from their forms, every base value read through its digits, an `If`'s guard in its
+    canonical interval form where it has one, and the taken branch rewritten under the bounds it states."""
 
     def __init__(self, bounds: Bounds, bases: list[Base], atoms: dict[int, z3.BitVecRef]):
         self.bases = bases
@@ -208,6 +208,8 @@ class Rewriter:
         children = term.children()
         if z3.is_app_of(term, z3.Z3_OP_ITE):
             guard = self.rewrite(children[0])
+            canonical = self.forms.canonical_guard(guard)
+            guard = guard if canonical is None else canonical
             narrowed = self.forms.bounds_of(guard)
             taken = Rewriter(self.forms.bounds.under(narrowed), self.bases, self.forms.atoms) if narrowed else self
             new = [guard, taken.rewrite(children[1]), self.rewrite(children[2])]
@@ -229,9 +231,11 @@ class Rewriter:
         modulus = 1 << width
         changed = False
         for base in self.bases:
-            first, coefficient = base.value.atoms[0]
-            k = (f.coefficient(first) % modulus) // coefficient
-            if k <= 0 or any((f.coefficient(a) - k * c) % modulus for a, c in base.value.atoms):
+            odd = next(((a, c) for a, c in base.value.atoms if c % 2), None)
+            if odd is None:
+                continue
+            k = f.coefficient(odd[0]) * pow(odd[1], -1, modulus) % modulus   # the one k modulo 2^w it can be
+            if k == 0 or any((f.coefficient(a) - k * c) % modulus for a, c in base.value.atoms):
                 continue
             f = f.plus(base.value.scaled(-k)).plus(base.digits.scaled(k))
             changed = True

@@ -210,3 +210,15 @@ def test_a_guard_states_a_coordinate_interval_only_where_no_wrapped_value_passes
     assert [i for _, i in forms.bounds_of(masked).values()] == [(4, 515)]
     both = z3.And(z3.Not(z3.ULE(5, ih - 2)), (z3.Extract(31, 9, ow - 4) | z3.Extract(31, 9, ih)) == 0)
     assert sorted(i for _, i in forms.bounds_of(both).values()) == [(2, 6), (4, 515)]
+
+
+def test_two_padding_tests_of_one_coordinate_become_one_guard():
+    """`ih >= 0 && ih < 512` as nvcc writes it in 32 bits (the high bits of ih − 2 clear) and as the reference's
+    one unsigned 64-bit compare give the same canonical guard; a test of ih − 1 does not."""
+    h = z3.BitVec("h", 64)
+    forms = linear.Forms(linear.Bounds(z3.ULT(h, 508)))
+    kernel = (z3.Extract(31, 9, z3.Extract(31, 0, h) - 2) | z3.Extract(31, 9, z3.Extract(31, 0, h))) == 0
+    reference = z3.ULT(h - 2, 512)
+    assert forms.canonical_guard(kernel).eq(forms.canonical_guard(reference))
+    assert not forms.canonical_guard(z3.ULT(h - 1, 512)).eq(forms.canonical_guard(reference))
+    assert forms.canonical_guard(z3.And(reference, z3.Or(h == 5, h == 7))) is None
