@@ -202,6 +202,7 @@ class Forms:
         self._exact: dict[int, Form | None] = {}
         self._modular: dict[int, Form] = {}
         self._held: list[z3.ExprRef] = []   # every term read, so that no id in the memos is reused
+        self.stated: list[tuple[Form, Interval]] = []   # forms of several atoms and their stated intervals
 
     def atom(self, term: z3.BitVecRef) -> Form:
         if z3.is_bv_value(term):
@@ -213,6 +214,19 @@ class Forms:
         return Form(((named.get_id(), 1),), 0)
 
     def range(self, f: Form) -> Interval:
+        """The least and greatest value of the form over its atoms' intervals, narrowed where it holds a stated
+        form k times (`state`): k·[that form's interval] + the range of the rest."""
+        lo, hi = self._range(f)
+        for g, (glo, ghi) in self.stated:
+            first, coefficient = g.atoms[0]
+            k = f.coefficient(first) // coefficient
+            if k < 1 or any(f.coefficient(a) != k * c for a, c in g.atoms):
+                continue
+            rlo, rhi = self._range(f.plus(g.scaled(-k)))
+            lo, hi = max(lo, k * glo + rlo), min(hi, k * ghi + rhi)
+        return lo, hi
+
+    def _range(self, f: Form) -> Interval:
         lo = hi = f.constant
         for a, c in f.atoms:
             t = self.atoms[a]
@@ -220,6 +234,22 @@ class Forms:
             lo += c * (low if c > 0 else high)
             hi += c * (high if c > 0 else low)
         return lo, hi
+
+    def state(self, formula: z3.BoolRef) -> None:
+        """Take the intervals the formula's top-level conjuncts state of forms of two or more atoms (an `ow <
+        OW` test of ow = 256·ctaid.x + tid.x), read as its guard rule reads tests, signed tests of terms whose
+        exact forms lie below 2^(w−1) included: true in every model of the formula. Each form is read before
+        any is stated, so no interval rests on itself. The caller keeps those conjuncts as they are."""
+        found = []
+        for c in conjuncts(formula):
+            for test in _tests(c, signed=True):
+                f = None if test is None else self.natural(test[0])
+                if f is None or len(f.atoms) < 2 or \
+                        (test[3] and not self.within(f, 0, 1 << (test[0].size() - 1))):
+                    continue
+                lo, hi = self.range(f)
+                found.append((f, (max(lo, test[1]), min(hi, test[2] - 1))))
+        self.stated += found
 
     def within(self, f: Form, lo: int, hi: int) -> bool:
         """Every value of the form lies in [lo, hi)."""
@@ -416,7 +446,7 @@ class Forms:
     def _intervals(self, guard: z3.BoolRef, strict: bool) -> dict[int, tuple[z3.BitVecRef, Interval]] | None:
         found: dict[int, tuple[z3.BitVecRef, Interval]] = {}
         for test in _tests(guard):
-            read = None if test is None else self._interval(*test)
+            read = None if test is None else self._interval(*test[:3])
             if read is None:
                 if strict:
                     return None
@@ -439,30 +469,57 @@ class Forms:
         return v, (max(lo, low - c, -c), min(hi, high - 1 - c))
 
 
-def _tests(guard: z3.BoolRef) -> Iterator[tuple[z3.BitVecRef, int, int] | None]:
-    """(t, low, high) for each conjunct of the guard that says low ≤ t < high (unsigned, numerals), None for
-    any other conjunct: t < n, t ≤ n, ¬(n ≤ t), n ≤ t, Extract(w−1, l, t) = 0 (t < 2^l), a | b = 0."""
+def _tests(guard: z3.BoolRef, signed: bool = False) -> Iterator[tuple[z3.BitVecRef, int, int, bool] | None]:
+    """(t, low, high, is_signed) for each conjunct of the guard that says low ≤ t < high (numerals; unsigned:
+    t < n, t ≤ n, ¬(n ≤ t), n ≤ t, Extract(w−1, l, t) = 0 i.e. t < 2^l, a | b = 0; with `signed`, also the
+    signed t < n, t ≤ n, ¬(n ≤ t), n ≤ t for n ≥ 0, which say the same of a t below 2^(w−1)), None for any
+    other conjunct."""
     todo = list(conjuncts(guard))
     while todo:
         c = todo.pop()
-        numeric = [z3.is_bv_value(a) for a in c.children()] if z3.is_app(c) and c.num_args() == 2 else []
-        if z3.is_app_of(c, z3.Z3_OP_ULT) and numeric == [False, True]:
-            yield c.arg(0), 0, c.arg(1).as_long()
-        elif z3.is_app_of(c, z3.Z3_OP_ULEQ) and numeric == [False, True]:
-            yield c.arg(0), 0, c.arg(1).as_long() + 1
-        elif z3.is_app_of(c, z3.Z3_OP_ULEQ) and numeric == [True, False]:
-            yield c.arg(1), c.arg(0).as_long(), 1 << c.arg(1).size()
-        elif z3.is_not(c) and z3.is_app_of(c.arg(0), z3.Z3_OP_ULEQ) and z3.is_bv_value(c.arg(0).arg(0)) and \
-                not z3.is_bv_value(c.arg(0).arg(1)):
-            yield c.arg(0).arg(1), 0, c.arg(0).arg(0).as_long()
-        elif z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
+        negated = z3.is_not(c)
+        inner = c.arg(0) if negated else c
+        numeric = [z3.is_bv_value(a) for a in inner.children()] if z3.is_app(inner) and inner.num_args() == 2 \
+            else []
+        kind = inner.decl().kind() if z3.is_app(inner) else None
+        found = _comparison(kind, negated, numeric, inner, signed)
+        if found is not None:
+            yield found
+        elif not negated and z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
                 z3.is_app_of(c.arg(0), z3.Z3_OP_BOR):
             todo += [a == 0 for a in c.arg(0).children()]
-        elif z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
+        elif not negated and z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
                 z3.is_app_of(c.arg(0), z3.Z3_OP_EXTRACT) and c.arg(0).params()[0] == c.arg(0).arg(0).size() - 1:
-            yield c.arg(0).arg(0), 0, 1 << c.arg(0).params()[1]
+            yield c.arg(0).arg(0), 0, 1 << c.arg(0).params()[1], False
         elif not z3.is_true(c):
             yield None
+
+
+COMPARISONS = {z3.Z3_OP_ULT: (True, False), z3.Z3_OP_ULEQ: (False, False), z3.Z3_OP_SLT: (True, True),
+               z3.Z3_OP_SLEQ: (False, True)}   # kind -> (strict, signed)
+
+
+def _comparison(kind, negated: bool, numeric: list[bool], c: z3.BoolRef,
+                signed: bool) -> tuple[z3.BitVecRef, int, int, bool] | None:
+    """A comparison of a term with a numeral (either side, possibly negated) as low ≤ t < high."""
+    if kind not in COMPARISONS or numeric not in ([False, True], [True, False]):
+        return None
+    strict, is_signed = COMPARISONS[kind]
+    if is_signed and not signed:
+        return None
+    t, n = (c.arg(0), c.arg(1).as_long()) if numeric == [False, True] else (c.arg(1), c.arg(0).as_long())
+    w = t.size()
+    if is_signed:
+        n = n - (1 << w) if n >> (w - 1) else n
+        if n < 0:
+            return None
+    term_left = numeric == [False, True]
+    # the interval of t the comparison says, each of the four shapes (t < n, t ≤ n, n < t, n ≤ t) negated or not
+    if term_left != negated:   # t < n or t ≤ n; or ¬(n < t), ¬(n ≤ t)
+        high = n if strict != negated else n + 1
+        return t, 0, high, is_signed
+    low = n + 1 if strict != negated else n
+    return t, low, 1 << (w - 1) if is_signed else 1 << w, is_signed
 
 
 def _product(args: list) -> int:

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import z3
 
-from semantics.linear import Bounds, Form, Forms, build, form, is_arithmetic
+from semantics.linear import Bounds, Form, Forms, build, conjuncts, form, is_arithmetic
 from semantics.terms import subterms
 
 QUOTIENTS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I)
@@ -66,24 +66,44 @@ def _is_quotient(term: z3.ExprRef) -> bool:
 # ---- exact division ------------------------------------------------------------------------------------
 
 def _exact(forms: Forms, division: z3.BitVecRef) -> z3.BitVecRef | None:
-    """The exact division theorem's quotient or remainder term for `division`, or None."""
+    """The exact division theorem's term for `division`, or None: Euclid's quotient or remainder of the
+    dividend's exact form f by d (`Forms.euclid`); else, for a coefficient a of f that divides d with
+    f = a·Q + R, 0 ≤ R < a (Euclid by a), ⌊f/d⌋ = ⌊Q/(d/a)⌋ and f mod d = R + a·(Q mod (d/a)) (a division of
+    the smaller Q by b = d/a: ⌊(a·Q + R)/(a·b)⌋ = ⌊Q/b⌋ for 0 ≤ R < a), taken only where b is a power of two
+    (the solver reads that as bits; another b would split a value the digits below read whole)."""
     f = forms.natural(division.arg(0))
-    split = None if f is None else forms.euclid(f, division.arg(1).as_long())
-    if split is None:
+    d, w = division.arg(1).as_long(), division.size()
+    if f is None:
         return None
-    return build(split[0] if _is_quotient(division) else split[1], division.size(), forms.atoms)
+    split = forms.euclid(f, d)
+    if split is not None:
+        return build(split[0] if _is_quotient(division) else split[1], w, forms.atoms)
+    powers = {c for _, c in f.atoms if 1 < c < d and d % c == 0 and (d // c) & (d // c - 1) == 0}
+    for a in sorted(powers, reverse=True):   # only where d / a is a power of two: the rest is bits
+        split = forms.euclid(f, a)
+        if split is None:
+            continue
+        q, r = build(split[0], w, forms.atoms), build(split[1], w, forms.atoms)
+        b = z3.BitVecVal(d // a, w)
+        return z3.UDiv(q, b) if _is_quotient(division) else r + z3.BitVecVal(a, w) * z3.URem(q, b)
+    return None
+
+
+MAX_ROUNDS = 16   # each round removes a division or lowers a divisor; a bound all the same
 
 
 def exact_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     """The formula with every division the exact division theorem explains replaced, repeatedly (an outer
     division may become exact once an inner one is replaced). Equivalent to the formula: the bounds it rests
-    on are conjuncts about symbols, which no replacement touches."""
-    while True:
+    on are conjuncts about symbols and division-free forms (`Forms.state`), which no replacement touches."""
+    for _ in range(MAX_ROUNDS):
         forms = Forms(Bounds(formula))
+        forms.state(z3.And([c for c in conjuncts(formula) if not any(True for _ in _divisions(c))]))
         pairs = [(t, r) for t in _divisions(formula) for r in [_exact(forms, t)] if r is not None]
         if not pairs:
-            return formula
+            break
         formula = z3.substitute(formula, *pairs)
+    return formula
 
 
 # ---- digits -----------------------------------------------------------------------------------------------
@@ -159,6 +179,8 @@ def digits(formula: z3.BoolRef, prefix: str = "radix") -> tuple[z3.BoolRef, list
             continue
         width = max(t.size() for t in [*terms, *(m for m, _ in members)])
         bound = min(forms.bounds(t) for t in terms)
+        if base[0]:
+            bound = min(bound, forms.range(Form(*base))[1])
         if bound + chain[-1] > 1 << width:
             continue
         n = len(bases)

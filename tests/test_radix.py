@@ -222,3 +222,42 @@ def test_two_padding_tests_of_one_coordinate_become_one_guard():
     assert forms.canonical_guard(kernel).eq(forms.canonical_guard(reference))
     assert not forms.canonical_guard(z3.ULT(h - 1, 512)).eq(forms.canonical_guard(reference))
     assert forms.canonical_guard(z3.And(reference, z3.Or(h == 5, h == 7))) is None
+
+
+@pytest.mark.parametrize("signed", [True, False])
+def test_divisions_of_a_three_dimensional_grid_index(signed: bool):
+    """A 3-D grid's output index e = ow + 1022·oh + 1044484·z (ow = 256·ctaid.x + tid.x, guarded ow ≤ 1021 as
+    a signed int or unsigned test): the reference's e % 1022, e / 1022 % 1022 and e / 133693952 are read off
+    the coordinates (the guard's interval of the two-atom ow, Euclid, and ⌊(a·Q + R)/(a·128)⌋ = ⌊Q/128⌋), and
+    the rewritten formula agrees with the formula at every point, the unguarded ow = 1022 included."""
+    tid, cx, cy, cz = (z3.BitVec(n, 32) for n in ("tid.x", "ctaid.x", "ctaid.y", "ctaid.z"))
+    ow = tid + 256 * cx
+    e = z3.ZeroExt(32, ow + 1022 * cy + 1044484 * cz)
+    guard = ow <= 1021 if signed else z3.ULE(ow, 1021)
+    bounds = [z3.ULT(tid, 256), z3.ULT(cx, 4), z3.ULT(cy, 1022), z3.ULT(cz, 2048)]
+    rng = random.Random(5)
+    for _ in range(12):
+        point = [(v, z3.BitVecVal(rng.randrange(n), 32)) for v, n in ((tid, 256), (cx, 4), (cy, 1022), (cz, 2048))]
+        values = [z3.simplify(z3.substitute(t, *point)) for t in (z3.URem(e, 1022), z3.URem(z3.UDiv(e, 1022), 1022),
+                                                                   z3.UDiv(e, 133693952))]
+        claims = [z3.URem(e, 1022) == values[0], z3.URem(z3.UDiv(e, 1022), 1022) == values[1],
+                  z3.UDiv(e, 133693952) == values[2] + rng.choice([0, 1])]
+        formula = z3.And(*bounds, guard, *claims)
+        rewritten = radix.exact_divisions(formula)
+        expected = z3.is_true(z3.simplify(z3.substitute(formula, *point)))
+        assert _holds(z3.substitute(rewritten, *point)) == expected
+    left = purify.by_constant(radix.exact_divisions(z3.And(*bounds, guard, z3.UDiv(e, 133693952) == 3)))
+    assert [t.arg(1).as_long() for t in left] == [128]   # ⌊z / 128⌋: bits
+
+
+def test_a_signed_test_of_a_negative_int_states_nothing():
+    """x + 16·y + 2^31 − 2 ≤ 5 as a signed int holds for the negative values too: no interval is read off it,
+    while the same test of x + 16·y (never negative) states [0, 5]."""
+    x, y = z3.BitVecs("x y", 32)
+    bounds = linear.Bounds(z3.And(z3.ULT(x, 16), z3.ULT(y, 4)))
+    negative = linear.Forms(bounds)
+    negative.state(x + 16 * y + (1 << 31) - 2 <= 5)
+    assert negative.stated == []
+    plain = linear.Forms(bounds)
+    plain.state(x + 16 * y <= 5)
+    assert [interval for _, interval in plain.stated] == [(0, 5)]
