@@ -31,13 +31,8 @@ coefficients and constants are integers of either sign):
   [−2^(w_x−1), 2^(w_x−1)) (then it is x's signed value).
 * Euclid (`Forms.euclid`): f = d·W + R with W the atoms whose coefficients d divides, over d, and R the rest;
   where ⌊lo/d⌋ = ⌊hi/d⌋ = q over R's range [lo, hi], ⌊f/d⌋ = W + q and f mod d = R − d·q.
-* A guard's bounds (`bounds_of`): in a conjunct low ≤ t < high (unsigned, numerals: t < n, t ≤ n, ¬(n ≤ t),
-  n ≤ t, Extract(w−1, l, t) = 0 i.e. t < 2^l, a | b = 0 i.e. a = 0 and b = 0) with M(t) = v + c for one atom v
-  (c centred): if v + c, over v's interval, stays in (−2^w, 2^w) and its wrapped values (v + c < 0, read as
-  v + c + 2^w) are ≥ high, then the conjunct holds exactly when v ∈ [max(low − c, −c), high − 1 − c].
-
-A guard every conjunct of which is such a test is equivalent, with the atoms in their intervals, to
-lo ≤ v ∧ v ≤ hi for each atom it bounds (`Forms.canonical_guard`).
+* Stated forms (`semantics.guards.state`): intervals of forms of several atoms that a formula's top-level
+  conjuncts state; `range` narrows a form that holds one k times to k·[its interval] + the rest's range.
 
 `build(form, w)` is the form as a w-bit term, its sum computed modulo 2^w: equal to a modular form's term
 always, and to an exact form's term (its value lies in [0, 2^w)).
@@ -235,22 +230,6 @@ class Forms:
             hi += c * (high if c > 0 else low)
         return lo, hi
 
-    def state(self, formula: z3.BoolRef) -> None:
-        """Take the intervals the formula's top-level conjuncts state of forms of two or more atoms (an `ow <
-        OW` test of ow = 256·ctaid.x + tid.x), read as its guard rule reads tests, signed tests of terms whose
-        exact forms lie below 2^(w−1) included: true in every model of the formula. Each form is read before
-        any is stated, so no interval rests on itself. The caller keeps those conjuncts as they are."""
-        found = []
-        for c in conjuncts(formula):
-            for test in _tests(c, signed=True):
-                f = None if test is None else self.natural(test[0])
-                if f is None or len(f.atoms) < 2 or \
-                        (test[3] and not self.within(f, 0, 1 << (test[0].size() - 1))):
-                    continue
-                lo, hi = self.range(f)
-                found.append((f, (max(lo, test[1]), min(hi, test[2] - 1))))
-        self.stated += found
-
     def within(self, f: Form, lo: int, hi: int) -> bool:
         """Every value of the form lies in [lo, hi)."""
         low, high = self.range(f)
@@ -422,105 +401,6 @@ class Forms:
             if found is not None:
                 return found.scaled(1, mod)
         return self.atom(term)
-
-    def bounds_of(self, guard: z3.BoolRef) -> dict[int, tuple[z3.BitVecRef, Interval]]:
-        """The intervals the guard's conjuncts state of single atoms (the module docstring's guard rule), for
-        the conjuncts it reads; the others say nothing here."""
-        return self._intervals(guard, strict=False) or {}
-
-    def canonical_guard(self, guard: z3.BoolRef) -> z3.BoolRef | None:
-        """The guard as lo ≤ v ∧ v ≤ hi per atom (by id order), when every conjunct is a test the guard rule
-        reads: equivalent to it wherever the atoms lie in their intervals. Two guards that test the same
-        coordinates the same way become one term (a padding test written `ih >= 0 && ih < H` in 32 bits and
-        as one unsigned 64-bit compare)."""
-        found = self._intervals(guard, strict=True)
-        if not found:
-            return None
-        parts = []
-        for _, (v, (lo, hi)) in sorted(found.items()):
-            if lo > hi:
-                return z3.BoolVal(False)
-            parts += [z3.ULE(z3.BitVecVal(lo, v.size()), v), z3.ULE(v, z3.BitVecVal(hi, v.size()))]
-        return z3.And(parts)
-
-    def _intervals(self, guard: z3.BoolRef, strict: bool) -> dict[int, tuple[z3.BitVecRef, Interval]] | None:
-        found: dict[int, tuple[z3.BitVecRef, Interval]] = {}
-        for test in _tests(guard):
-            read = None if test is None else self._interval(*test[:3])
-            if read is None:
-                if strict:
-                    return None
-                continue
-            v, (lo, hi) = read
-            old = found.get(v.get_id(), (v, (lo, hi)))[1]
-            found[v.get_id()] = v, (max(old[0], lo), min(old[1], hi))
-        return found
-
-    def _interval(self, t: z3.BitVecRef, low: int, high: int) -> tuple[z3.BitVecRef, Interval] | None:
-        """(v, [a, b]) when low ≤ t < high (unsigned) says exactly v ∈ [a, b] for t ≡ v + c (mod 2^w) with v in
-        its interval: where v + c cannot wrap, or wraps only downward (below 0) to values ≥ high."""
-        f = self.modular(t).centred(t.size())
-        if len(f.atoms) != 1 or f.atoms[0][1] != 1:
-            return None
-        v, c, full = self.atoms[f.atoms[0][0]], f.constant, 1 << t.size()
-        lo, hi = self.bounds.low(v), self.bounds(v)
-        if not (-full < lo + c and hi + c < full) or (lo + c < 0 and lo + c + full < high):
-            return None
-        return v, (max(lo, low - c, -c), min(hi, high - 1 - c))
-
-
-def _tests(guard: z3.BoolRef, signed: bool = False) -> Iterator[tuple[z3.BitVecRef, int, int, bool] | None]:
-    """(t, low, high, is_signed) for each conjunct of the guard that says low ≤ t < high (numerals; unsigned:
-    t < n, t ≤ n, ¬(n ≤ t), n ≤ t, Extract(w−1, l, t) = 0 i.e. t < 2^l, a | b = 0; with `signed`, also the
-    signed t < n, t ≤ n, ¬(n ≤ t), n ≤ t for n ≥ 0, which say the same of a t below 2^(w−1)), None for any
-    other conjunct."""
-    todo = list(conjuncts(guard))
-    while todo:
-        c = todo.pop()
-        negated = z3.is_not(c)
-        inner = c.arg(0) if negated else c
-        numeric = [z3.is_bv_value(a) for a in inner.children()] if z3.is_app(inner) and inner.num_args() == 2 \
-            else []
-        kind = inner.decl().kind() if z3.is_app(inner) else None
-        found = _comparison(kind, negated, numeric, inner, signed)
-        if found is not None:
-            yield found
-        elif not negated and z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
-                z3.is_app_of(c.arg(0), z3.Z3_OP_BOR):
-            todo += [a == 0 for a in c.arg(0).children()]
-        elif not negated and z3.is_eq(c) and numeric == [False, True] and c.arg(1).as_long() == 0 and \
-                z3.is_app_of(c.arg(0), z3.Z3_OP_EXTRACT) and c.arg(0).params()[0] == c.arg(0).arg(0).size() - 1:
-            yield c.arg(0).arg(0), 0, 1 << c.arg(0).params()[1], False
-        elif not z3.is_true(c):
-            yield None
-
-
-COMPARISONS = {z3.Z3_OP_ULT: (True, False), z3.Z3_OP_ULEQ: (False, False), z3.Z3_OP_SLT: (True, True),
-               z3.Z3_OP_SLEQ: (False, True)}   # kind -> (strict, signed)
-
-
-def _comparison(kind, negated: bool, numeric: list[bool], c: z3.BoolRef,
-                signed: bool) -> tuple[z3.BitVecRef, int, int, bool] | None:
-    """A comparison of a term with a numeral (either side, possibly negated) as low ≤ t < high."""
-    if kind not in COMPARISONS or numeric not in ([False, True], [True, False]):
-        return None
-    strict, is_signed = COMPARISONS[kind]
-    if is_signed and not signed:
-        return None
-    t, n = (c.arg(0), c.arg(1).as_long()) if numeric == [False, True] else (c.arg(1), c.arg(0).as_long())
-    w = t.size()
-    if is_signed:
-        n = n - (1 << w) if n >> (w - 1) else n
-        if n < 0:
-            return None
-    term_left = numeric == [False, True]
-    # the interval of t the comparison says, each of the four shapes (t < n, t ≤ n, n < t, n ≤ t) negated or not
-    if term_left != negated:   # t < n or t ≤ n; or ¬(n < t), ¬(n ≤ t)
-        high = n if strict != negated else n + 1
-        return t, 0, high, is_signed
-    low = n + 1 if strict != negated else n
-    return t, low, 1 << (w - 1) if is_signed else 1 << w, is_signed
-
 
 def _product(args: list) -> int:
     k = 1

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import z3
 
+from semantics import guards
 from semantics.linear import Bounds, Form, Forms, build, conjuncts, form, is_arithmetic
 from semantics.terms import subterms
 
@@ -98,7 +99,7 @@ def exact_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     on are conjuncts about symbols and division-free forms (`Forms.state`), which no replacement touches."""
     for _ in range(MAX_ROUNDS):
         forms = Forms(Bounds(formula))
-        forms.state(z3.And([c for c in conjuncts(formula) if not any(True for _ in _divisions(c))]))
+        guards.state(forms, z3.And([c for c in conjuncts(formula) if not any(True for _ in _divisions(c))]))
         pairs = [(t, r) for t in _divisions(formula) for r in [_exact(forms, t)] if r is not None]
         if not pairs:
             break
@@ -230,9 +231,9 @@ class Rewriter:
         children = term.children()
         if z3.is_app_of(term, z3.Z3_OP_ITE):
             guard = self.rewrite(children[0])
-            canonical = self.forms.canonical_guard(guard)
+            canonical = guards.canonical(self.forms, guard)
             guard = guard if canonical is None else canonical
-            narrowed = self.forms.bounds_of(guard)
+            narrowed = guards.bounds_of(self.forms, guard)
             taken = Rewriter(self.forms.bounds.under(narrowed), self.bases, self.forms.atoms) if narrowed else self
             new = [guard, taken.rewrite(children[1]), self.rewrite(children[2])]
         else:

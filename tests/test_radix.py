@@ -10,7 +10,7 @@ import random
 import pytest
 import z3
 
-from semantics import linear, purify, radix
+from semantics import guards, linear, purify, radix
 
 W = 32
 
@@ -204,12 +204,12 @@ def test_a_guard_states_a_coordinate_interval_only_where_no_wrapped_value_passes
     it wrapped); Extract(31, 9, ow − 4) = 0 says 4 ≤ ow ≤ 515 as `ow - 4 < 512` does."""
     ih, ow = z3.BitVec("ih", 32), z3.BitVec("ow", 32)
     forms = linear.Forms(linear.Bounds(z3.And(z3.ULT(ih, 10), z3.ULT(ow, 1000))))
-    assert {t.get_id(): i for t, i in forms.bounds_of(z3.ULT(ih - 2, 5)).values()} == {ih.get_id(): (2, 6)}
-    assert forms.bounds_of(z3.ULT(ih - 10, (1 << 32) - 3)) == {}
+    assert {t.get_id(): i for t, i in guards.bounds_of(forms, z3.ULT(ih - 2, 5)).values()} == {ih.get_id(): (2, 6)}
+    assert guards.bounds_of(forms, z3.ULT(ih - 10, (1 << 32) - 3)) == {}
     masked = z3.Extract(31, 9, ow - 4) == 0
-    assert [i for _, i in forms.bounds_of(masked).values()] == [(4, 515)]
+    assert [i for _, i in guards.bounds_of(forms, masked).values()] == [(4, 515)]
     both = z3.And(z3.Not(z3.ULE(5, ih - 2)), (z3.Extract(31, 9, ow - 4) | z3.Extract(31, 9, ih)) == 0)
-    assert sorted(i for _, i in forms.bounds_of(both).values()) == [(2, 6), (4, 515)]
+    assert sorted(i for _, i in guards.bounds_of(forms, both).values()) == [(2, 6), (4, 515)]
 
 
 def test_two_padding_tests_of_one_coordinate_become_one_guard():
@@ -219,9 +219,9 @@ def test_two_padding_tests_of_one_coordinate_become_one_guard():
     forms = linear.Forms(linear.Bounds(z3.ULT(h, 508)))
     kernel = (z3.Extract(31, 9, z3.Extract(31, 0, h) - 2) | z3.Extract(31, 9, z3.Extract(31, 0, h))) == 0
     reference = z3.ULT(h - 2, 512)
-    assert forms.canonical_guard(kernel).eq(forms.canonical_guard(reference))
-    assert not forms.canonical_guard(z3.ULT(h - 1, 512)).eq(forms.canonical_guard(reference))
-    assert forms.canonical_guard(z3.And(reference, z3.Or(h == 5, h == 7))) is None
+    assert guards.canonical(forms, kernel).eq(guards.canonical(forms, reference))
+    assert not guards.canonical(forms, z3.ULT(h - 1, 512)).eq(guards.canonical(forms, reference))
+    assert guards.canonical(forms, z3.And(reference, z3.Or(h == 5, h == 7))) is None
 
 
 @pytest.mark.parametrize("signed", [True, False])
@@ -256,8 +256,8 @@ def test_a_signed_test_of_a_negative_int_states_nothing():
     x, y = z3.BitVecs("x y", 32)
     bounds = linear.Bounds(z3.And(z3.ULT(x, 16), z3.ULT(y, 4)))
     negative = linear.Forms(bounds)
-    negative.state(x + 16 * y + (1 << 31) - 2 <= 5)
+    guards.state(negative, x + 16 * y + (1 << 31) - 2 <= 5)
     assert negative.stated == []
     plain = linear.Forms(bounds)
-    plain.state(x + 16 * y <= 5)
+    guards.state(plain, x + 16 * y <= 5)
     assert [interval for _, interval in plain.stated] == [(0, 5)]
