@@ -21,6 +21,7 @@ from ray.exceptions import RayError, RayTaskError
 
 from actors.cache import start_cache
 from actors.checker import CheckerActor
+from actors.llm import endpoint_lease
 from actors.verifier import VerifyActor
 from lean_pool.pool import PoolConfig
 from orchestrator.llm.chat import LLMConfig
@@ -52,32 +53,33 @@ class Fleet:
         `witness` are output paths for a single task (`lark verify --workers`); `documents`, per manifest,
         the (certificate, witness) paths of a batch's tasks; `llm`, the endpoint every job's LLM provers
         share (one pool actor, `actors.llm`)."""
-        waiting = deque((m, 0) for m in manifests)          # (manifest, attempts so far)
-        inflight: dict = {}                                  # ObjectRef -> (manifest, slot, attempts, actor)
-        load = [0] * len(self.verifiers)
-        while waiting or inflight:
-            for slot, actor in enumerate(self.verifiers):
-                while waiting and load[slot] < DEPTH:
-                    manifest, attempts = waiting.popleft()
-                    cert, wit = documents[manifest] if documents else (certificate, witness)
-                    ref = actor.run.remote(manifest, timeout_s, solver_s, cert, wit, llm)
-                    inflight[ref] = (manifest, slot, attempts + 1, actor)
-                    load[slot] += 1
-            [done], _ = ray.wait(list(inflight), num_returns=1)
-            manifest, slot, attempts, actor = inflight.pop(done)
-            load[slot] -= 1
-            try:
-                result = ray.get(done)
-            except RayTaskError as exc:
-                on_done(manifest, None, f"the verifier failed: {exc}")
-            except RayError as exc:
-                self._replace(slot, actor)
-                if attempts < MAX_ATTEMPTS:
-                    waiting.appendleft((manifest, attempts))
+        with endpoint_lease(llm):   # the endpoint's pool actor outlives every job (actors.llm)
+            waiting = deque((m, 0) for m in manifests)          # (manifest, attempts so far)
+            inflight: dict = {}                                  # ObjectRef -> (manifest, slot, attempts, actor)
+            load = [0] * len(self.verifiers)
+            while waiting or inflight:
+                for slot, actor in enumerate(self.verifiers):
+                    while waiting and load[slot] < DEPTH:
+                        manifest, attempts = waiting.popleft()
+                        cert, wit = documents[manifest] if documents else (certificate, witness)
+                        ref = actor.run.remote(manifest, timeout_s, solver_s, cert, wit, llm)
+                        inflight[ref] = (manifest, slot, attempts + 1, actor)
+                        load[slot] += 1
+                [done], _ = ray.wait(list(inflight), num_returns=1)
+                manifest, slot, attempts, actor = inflight.pop(done)
+                load[slot] -= 1
+                try:
+                    result = ray.get(done)
+                except RayTaskError as exc:
+                    on_done(manifest, None, f"the verifier failed: {exc}")
+                except RayError as exc:
+                    self._replace(slot, actor)
+                    if attempts < MAX_ATTEMPTS:
+                        waiting.appendleft((manifest, attempts))
+                    else:
+                        on_done(manifest, None, f"lost after {attempts} attempts ({type(exc).__name__})")
                 else:
-                    on_done(manifest, None, f"lost after {attempts} attempts ({type(exc).__name__})")
-            else:
-                on_done(manifest, result, None)
+                    on_done(manifest, result, None)
 
     def _replace(self, slot: int, actor) -> None:
         """A new actor for `slot`, unless an earlier failure of the same actor already replaced it."""

@@ -10,6 +10,8 @@ relays chat requests; what comes back is a proposal that the job's own search an
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import ray
 from ray.exceptions import RayError
@@ -39,9 +41,26 @@ def pool_name(config: LLMConfig) -> str:
 
 
 def endpoint_pool(config: LLMConfig):
-    """The endpoint's pool actor, started by the first job that asks for it."""
+    """The endpoint's pool actor, started by the first caller that asks for it.
+
+    A named actor that is not detached lives as long as its creator holds a handle: a handle another process
+    got by name does not keep it alive. So whoever runs several jobs against one endpoint (the batch driver,
+    `actors.fleet.Fleet.run`) calls this first and holds the handle until its last job is done; otherwise the
+    first job to finish would take the pool down under the others' feet (their calls failing with
+    ActorDiedError, each costing its goal the proposal)."""
     return LLMProverActor.options(name=pool_name(config), get_if_exists=True,
                                   max_concurrency=max(config.concurrency, 1)).remote(config)
+
+
+@contextmanager
+def endpoint_lease(config: LLMConfig | None) -> Iterator[None]:
+    """Hold the endpoint's pool actor (`endpoint_pool`) for the duration: jobs started inside find it by name,
+    and it outlives each of them. Nothing to hold without an endpoint."""
+    pool = endpoint_pool(config) if config is not None else None
+    try:
+        yield
+    finally:
+        del pool
 
 
 class PooledChat:

@@ -44,6 +44,7 @@ from semantics.properties import (
     loop_shared,
     memory_safety,
     races,
+    readbacks,
     shared_values,
     termination,
 )
@@ -102,6 +103,7 @@ def site(problem: Problem, hints: dict[str, object]) -> Site:
                           TIMEOUT_S, ignore, {})
     loop_shared.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, provers.inverse, Z3Checker(),
                         TIMEOUT_S, ignore, {})
+    readbacks.resolve(ctx, ctx.thread, problem.launch, problem.shared_symbols, Z3Checker(), TIMEOUT_S, ignore)
     launch_ok = z3.And(ctx.thread.in_launch(problem.launch), *ctx.assumptions)
     return Site(problem, ctx.thread, problem.launch, launch_ok, ctx.accesses, ctx.buffers)
 

@@ -4,8 +4,11 @@ The budget (lean_pool.budget) stops obligations at the deadline, but the core al
 obligations — rewriting terms, folding reductions, replaying a witness on the concrete interpreter — and a
 hard kernel can spend many seconds there (tried: `--timeout 20` ended after 33 s). `within` runs such a
 stage and, when the deadline passes, raises `DeadlinePassed` inside the thread running it (CPython's
-`PyThreadState_SetAsyncExc`, delivered at the thread's next bytecode; a running z3 call returns first, and
-its own timeout is already clamped to the budget). The stage is abandoned, never trusted: the caller turns
+`PyThreadState_SetAsyncExc`, delivered at the thread's next bytecode). A call into z3 runs no bytecode, and
+the core's own term work (simplifying, checking a model in z3's main context) can run for minutes past the
+deadline (tried: `--timeout 400` ended after 489 s), so each firing also interrupts z3's main context
+(`Z3_interrupt`, scoped to the operation in progress: the context stays usable). The stage is abandoned,
+never trusted: the caller turns
 `DeadlinePassed` into `unknown`. It derives from BaseException so that no `except Exception` in the stage
 can take it for an ordinary failure and go on.
 """
@@ -17,6 +20,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
+
+import z3
 
 T = TypeVar("T")
 AGAIN_S = 0.5     # after the deadline, the interruption is raised again this often until the stage has ended
@@ -46,6 +51,7 @@ class _Watchdog:
                 return
             first, self._fired = not self._fired, True
             _set_async_exc(self._thread, id(DeadlinePassed))
+            z3.main_ctx().interrupt()
             # raised inside a __del__ or a callback, the exception is printed and dropped: raise it again
             self._timer = threading.Timer(AGAIN_S, self._fire)
             self._timer.daemon = True

@@ -326,6 +326,8 @@ def _compile_triton(spec: KernelSpec, timeout_s: float) -> tuple[CompiledKernel,
     target = triton.backends.compiler.GPUTarget("cuda", int(re.sub(r"\D", "", spec.arch)), 32)
     source = triton.compiler.ASTSource(fn=fn, signature=signature, constexprs=constexprs)
     options = {**TRITON_OPTIONS, "num_warps": spec.num_warps}
+    if spec.num_stages is not None:   # (absent: Triton's own default, as before the field existed)
+        options["num_stages"] = spec.num_stages
     with knobs.compilation.scope(), knobs.cache.scope(), tempfile.TemporaryDirectory(prefix="lark-triton-") as tmp:
         knobs.compilation.disable_line_info = False
         knobs.cache.dir = tmp
@@ -373,6 +375,7 @@ def _compile_record(spec: KernelSpec) -> dict[str, Any]:
         "format": CACHE_FORMAT, "lark": package_version(), "frontend": source_digest(FRONTEND_SOURCES),
         "language": spec.language, "sha256": sha256_file(spec.source), "entry": spec.entry, "arch": spec.arch,
         "signature": spec.signature, "constexprs": spec.constexprs, "num_warps": spec.num_warps,
+        **({"num_stages": spec.num_stages} if spec.num_stages is not None else {}),
         "compiler": _compiler_identity(str(spec.language)),
     }
     if spec.language == "triton":

@@ -60,6 +60,7 @@ class KernelSpec:
     signature: dict[str, str] = field(default_factory=dict)  # Triton only: parameter -> Triton type
     constexprs: dict[str, int | float | bool] = field(default_factory=dict)  # Triton only
     num_warps: int = 4  # Triton only
+    num_stages: int | None = None  # Triton only: software pipelining depth (None: Triton's default)
 
     def __post_init__(self) -> None:
         if self.language is None:
@@ -141,6 +142,7 @@ class _KernelModel(_Strict):
     signature: dict[str, str] | None = None
     constexprs: dict[str, int | float | bool | str] | None = None
     num_warps: Literal[WARPS_PER_BLOCK] | None = None  # type: ignore[valid-type]
+    num_stages: Annotated[int, Field(ge=1, le=8)] | None = None
 
 
 class _LaunchModel(_Strict):
@@ -189,6 +191,7 @@ EXPECTED: dict[str, str] = {
     "kernel.constexprs": "a table of name = integer, float or boolean",
     "kernel.constexprs.*": "an integer, float or boolean",
     "kernel.num_warps": "a power of two from 1 to 32",
+    "kernel.num_stages": "an integer from 1 to 8",
     "launch": "a [launch] table",
     "launch.grid": "a list of 1 to 3 positive integers",
     "launch.block": "a list of 1 to 3 positive integers",
@@ -311,7 +314,7 @@ DIM_LIMITS: tuple[tuple[str, int, int], ...] = (
     ("block", 0, 1024), ("block", 1, 1024), ("block", 2, 64),
 )
 MAX_THREADS_PER_BLOCK = 1024
-TRITON_ONLY_KEYS = ("signature", "constexprs", "num_warps")
+TRITON_ONLY_KEYS = ("signature", "constexprs", "num_warps", "num_stages")
 
 
 def language_of(source: Path) -> Language:
@@ -377,7 +380,7 @@ def _kernel_spec(model: _KernelModel, root: Path) -> KernelSpec:
     return KernelSpec(
         source=source, entry=model.entry, arch=model.arch, language=language,
         signature=dict(model.signature or {}), constexprs=_constexprs(model.constexprs or {}),
-        num_warps=model.num_warps or 4,
+        num_warps=model.num_warps or 4, num_stages=model.num_stages,
     )
 
 

@@ -19,7 +19,7 @@ import z3
 
 from semantics.terms import subterms
 
-AXIOM_TABLE_VERSION = "2026.12.3"
+AXIOM_TABLE_VERSION = "2026.12.5"
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,8 @@ AXIOMS: dict[str, Axiom] = {
         Axiom("float.constant", "a kernel float32 literal within 2 ulps of a float32 constant the reference computes "
                                 "with is that constant; each instance listed as 'constant 0x... taken as NAME (0x...)'"
                                 " (semantics/constants.py); never with --exact-constants"),
+        Axiom("exp.add", "exp(a) * exp(b) = exp(a + b) for all reals a, b (a theorem about the true exp; the kernel "
+                         "rule semantics.proof.exps.exp_product states each instance a proof uses)"),
         Axiom("ex2.approx", "ex2.approx(y) = exp(y * ln 2)"),
         Axiom("ex2.log2e", "ex2(x * c) = exp(x) where c is log2(e) rounded to f32 (0f3FB8AA3B), the "
                            "idiom behind __expf, expf and tl.exp"),
@@ -154,6 +156,18 @@ AXIOMS: dict[str, Axiom] = {
                             "fingerprint 765b21b76767: for "
                             "|x| >= 1 copysign(x, 2*(e^|x|/4) - 0.125/(e^|x|/4)) as coshf's, else an odd "
                             "degree-7 polynomial) computes sinh(x) = (exp(x) - exp(-x)) / 2"),
+        # The libdevice functions Triton 3.9 links (its LLVM, sm_90, flush-to-zero): semantics/ptx/libm.py.
+        Axiom("libdevice.expf", "the libdevice __nv_expf sequence as Triton 3.9 compiles it for sm_90 (template "
+                                "LIBDEVICE_EXPF, 10 instructions, fingerprint 102c2e0780ea: nvcc.expf's with "
+                                ".ftz fma/cvt and the 2^n bits shifted in place) computes exp(x); its final mul may "
+                                "be contracted with a following addition into fma.rn"),
+        Axiom("libdevice.tanhf", "the libdevice __nv_tanhf sequence as Triton 3.9 compiles it for sm_90 (template "
+                                 "LIBDEVICE_TANHF, 18 instructions, fingerprint ac68edc4c7b9: nvcc.tanhf's with .ftz "
+                                 "arithmetic and x's sign bit or-ed in by and.b32/or.b32) computes tanh(x)"),
+        Axiom("libdevice.erff", "the libdevice __nv_erff sequence as Triton 3.9 compiles it for sm_90 (template "
+                                "LIBDEVICE_ERFF, 32 instructions, fingerprint 73b1486b420e: nvcc.erff's polynomials "
+                                "chosen by a branch at |x| = 0f3F8060FE, .ftz arithmetic, x's sign bit or-ed in by "
+                                "and.b32/or.b32) computes erf(x)"),
     )
 }
 
@@ -169,6 +183,9 @@ FACTS: dict[str, Callable[[z3.ExprRef, z3.ExprRef], z3.BoolRef]] = {
 
 
 def ground_facts(formula: z3.ExprRef) -> list[z3.BoolRef]:
-    """The FACTS rows for each ideal-function application occurring in `formula`."""
+    """The FACTS rows for each ideal-function application occurring in `formula`, but for those that speak of a
+    variable bound around them (exp of a Sum body at its index j): a fact about an unbound variable is no
+    formula at all (the solver refuses it)."""
     return [FACTS[t.decl().name()](t, t.arg(0)) for t in subterms(formula)
-            if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name())]
+            if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name())
+            and not any(z3.is_var(u) for u in subterms(t.arg(0)))]

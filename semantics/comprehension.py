@@ -70,3 +70,28 @@ def scaled_sum(term: z3.ExprRef) -> tuple[z3.ArithRef, z3.ExprRef] | None:
             if z3.is_rational_value(c) and z3.is_app(s) and s.decl() == SUM:
                 return c, s
     return None
+
+
+def without_empty(term: z3.ExprRef) -> z3.ExprRef:
+    """`term` with every comprehension over a range of numerals lo ≥ hi replaced by its value there, by the
+    definitions above: a Sum is 0, a Prod 1, a MaxFrom or MinFrom its init (innermost first)."""
+    empty = []
+    for t in _subterms(term):
+        if is_comprehension(t):
+            lo, hi = (t.arg(1), t.arg(2)) if t.decl() in (MAX_FROM, MIN_FROM) else (t.arg(0), t.arg(1))
+            if z3.is_bv_value(lo) and z3.is_bv_value(hi) and lo.as_long() >= hi.as_long():
+                empty.append((t, t.arg(0) if t.decl() in (MAX_FROM, MIN_FROM)
+                              else z3.RealVal(0) if t.decl() == SUM else z3.RealVal(1)))
+    return z3.substitute(term, *empty) if empty else term
+
+
+def _subterms(term: z3.ExprRef) -> list[z3.ExprRef]:
+    seen, order, todo = set(), [], [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        order.append(t)
+        todo.extend([t.body()] if z3.is_quantifier(t) else t.children() if z3.is_app(t) else [])
+    return order

@@ -56,3 +56,11 @@ def facts(formula: z3.BoolRef) -> tuple[z3.BoolRef, ...]:
             lo, hi = ranges[t.decl().name()]
             found.append(z3.And(t >= lo, t <= hi))
     return tuple(found)
+
+
+def strengthened(formula: z3.BoolRef) -> z3.BoolRef:
+    """`formula` under the precondition instances of its reads (`facts`): what an obligation that the checks
+    ask the checker directly (not through `by_smt`) must state, so that its models, which become witnesses,
+    read in-range values only. Unchanged where no ranged input is read."""
+    found = facts(formula)
+    return z3.And(formula, *found) if found else formula

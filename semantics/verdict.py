@@ -32,6 +32,7 @@ from semantics.properties import (
     loop_shared,
     memory_safety,
     races,
+    readbacks,
     registers,
     shared_init,
     shared_values,
@@ -228,6 +229,7 @@ def _decide(problem: Problem, checker: Checker, provers: Provers, timeout_s: flo
                         record, hints)
     shared_values.resolve(ctx, thread, launch, problem.shared_symbols, provers.inverse, checker, per_obligation(),
                           record, hints)
+    readbacks.resolve(ctx, thread, launch, problem.shared_symbols, checker, per_obligation(), record)
     note("memory safety")
     results["memory_safety"] = memory_safety.check(accesses, ctx.buffers, thread, launch_ok, checker,
                                                    per_obligation(), record)

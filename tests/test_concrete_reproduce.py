@@ -55,6 +55,16 @@ def test_a_short_tree_loses_the_odd_threads_sums(short_tree):
     assert not ok and "not the recorded" in detail
 
 
+def test_a_difference_between_tiny_values_is_a_difference(short_tree):
+    """The comparison is relative: every x = 1e-20 sums to 5e-16 where the reference has 1e-15 (a softmax's
+    tail elements are this small); an absolute tolerance of 1e-6 called them equal."""
+    (line,) = store_lines(short_tree)
+    ok, detail = reproduce(short_tree, wrong_value(line, {"x[*]": 1e-20}, 5e-16, 1e-15))
+    assert ok, detail
+    ok, detail = reproduce(short_tree, wrong_value(line, {"x[*]": 0.0}, 0.0, 0.0))
+    assert not ok and "ends as 0" in detail
+
+
 def test_a_witness_naming_an_unknown_input_is_rejected(short_tree):
     (line,) = store_lines(short_tree)
     ok, detail = reproduce(short_tree, wrong_value(line, {"z[3]": 1.0}, 50000.0, 100000.0))

@@ -140,7 +140,7 @@ def test_elementwise_idioms_are_found(kernels: dict[str, Kernel], name: str) -> 
     assert not float_bits_ops(rewritten), "no float bit manipulation is left"
     assert not [i for i in instrs(rewritten) if i.opcode in ("ex2", "lg2", "rcp") and ".approx" in i.mods]
     for p in pseudos(rewritten):
-        idiom = next(i for i in IDIOMS if i.name in used and (f".{i.fn}", i.type) == p.mods)
+        idiom = next(i for i in IDIOMS if i.name in used and (f".{i.fn}", i.type, f".{i.name}") == p.mods)
         assert p.line > 0
         assert idiom.type == (".f64" if ELEMENTWISE_KERNELS[name][0] == "double" else ".f32")
 
@@ -307,7 +307,7 @@ def test_ideal_call_applies_the_ideal_function_and_records_the_axiom() -> None:
     x = z3.Real("x")
     for idiom in IDIOMS:
         state = ThreadState(ctx, {"%a": x})
-        ins = Instr(PSEUDO, (f".{idiom.fn}", idiom.type), (Reg("%b"), Reg("%a")), None, 7)
+        ins = Instr(PSEUDO, (f".{idiom.fn}", idiom.type, f".{idiom.name}"), (Reg("%b"), Reg("%a")), None, 7)
         IDIOM_HANDLERS[PSEUDO](state, ins)
         assert z3.eq(state.regs["%b"], meaning(idiom.fn)(x))
         assert idiom.axiom in ctx.axioms

@@ -6,10 +6,12 @@ wrong `verified`; a second run makes no call for a goal closed the first time (t
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from shutil import copytree
 
@@ -211,6 +213,50 @@ def test_ray_prover_pool_shares_one_concurrency_limit_and_closes_goals(tmp_path)
         ray.shutdown()
 
 
+def test_the_endpoint_pool_outlives_the_job_that_started_it():
+    """Two jobs on two actors share the endpoint's pool; the one that started it finishes and drops its handle.
+    Without a lease the pool dies with that handle (a handle got by name does not keep it alive) and the other
+    job's call fails; under the batch driver's lease (`endpoint_lease`, as `Fleet.run` holds it) it answers.
+    This was the 1-in-4 failure of the batch routing test below: one job unknown after a single failed call."""
+    ray = pytest.importorskip("ray")
+    from actors.llm import PooledChat, endpoint_lease
+    from orchestrator.llm.chat import EndpointError
+
+    @ray.remote(num_cpus=0)
+    class Job:
+        def open(self, config):
+            self.chat = PooledChat(config)
+
+        def done(self):
+            self.chat = None
+            gc.collect()
+
+        def ask(self):
+            try:
+                return self.chat.complete([{"role": "user", "content": "hi"}], {}).tokens
+            except EndpointError as exc:
+                return str(exc)
+
+    def second_call(config, lease: bool):
+        with endpoint_lease(config if lease else None):
+            first, second = Job.remote(), Job.remote()
+            ray.get(first.open.remote(config))       # the first job starts the pool
+            ray.get(second.open.remote(config))      # the second finds it by name
+            ray.get(first.done.remote())
+            time.sleep(1.0)
+            return ray.get(second.ask.remote())
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        with ScriptedServer(lambda request: Scripted(answer("ok"))) as server:
+            unleased = second_call(LLMConfig(server.base_url, "k", "unleased", max_retries=0), lease=False)
+            leased = second_call(LLMConfig(server.base_url, "k", "leased", max_retries=0), lease=True)
+        assert "ActorDiedError" in str(unleased)
+        assert leased == 100
+    finally:
+        ray.shutdown()
+
+
 def test_a_batch_routes_its_jobs_llm_calls_through_one_pool_and_keys_results_by_endpoint(tmp_path, monkeypatch):
     """`lark batch --llm` on a local Ray: two tasks whose heuristics are stuck both verify through the
     endpoint's pool actor (at most its concurrency in flight), and the result store keeps an agent-helped
@@ -232,9 +278,10 @@ def test_a_batch_routes_its_jobs_llm_calls_through_one_pool_and_keys_results_by_
         config = LLMConfig(server.base_url, "k", "batch", concurrency=1)
         outcomes = run_batch(manifests, State(tmp_path / "state.jsonl"), workers=2, timeout_s=TIMEOUT_S,
                              show_progress=False, store=store, llm=config)
-    assert [o.result.verdict for o in outcomes] == ["verified", "verified"], \
-        [(o.result.reason, o.result.stats, [p.get("content", "")[:200] for r in server.requests
-                                            for p in r.get("messages", [])][-6:]) for o in outcomes]
+    assert [o.result.verdict for o in outcomes] == ["verified", "verified"], json.dumps({
+        "jobs": [{"verdict": o.result.verdict, "reason": o.result.reason, "stats": o.result.stats} for o in outcomes],
+        "replies": [names[1] if "4032" in prompt_of(r) else names[0] for r in server.requests],
+        "prompts": [prompt_of(r)[-1500:] for r in server.requests]}, indent=1, default=str)
     assert all(o.result.stats["llm_calls"] >= 1 for o in outcomes)
     assert server.in_flight_max == 1
     with ScriptedServer(script) as again:       # the same batch once more: every goal was learned the first time

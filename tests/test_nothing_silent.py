@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import z3
 from click.testing import CliRunner
 
 from orchestrator import job
@@ -144,6 +145,20 @@ def test_within_stops_python_that_swallows_exceptions() -> None:
     assert within(time.monotonic() + 5, lambda: 7) == 7
     with pytest.raises(DeadlinePassed):
         within(time.monotonic() - 1, lambda: 7)
+
+
+def test_within_stops_z3_work_in_the_main_context() -> None:
+    """A stage stuck inside one z3 call (no bytecode runs there, so the async exception alone would wait for it)
+    ends at the deadline; z3's main context is usable afterwards. The query factors a 64-bit semiprime, which
+    z3 does not finish in minutes."""
+    x, y = z3.BitVecs("x y", 64)
+    solver = z3.Solver()
+    solver.add(x * y == 0xC4CEB9FE1A85EC53, z3.UGT(x, 1), z3.UGT(y, 1), z3.ULT(x, 2**32), z3.ULT(y, 2**32))
+    start = time.monotonic()
+    with pytest.raises(DeadlinePassed):
+        within(start + 1.0, solver.check)
+    assert time.monotonic() - start < 30
+    assert z3.simplify(x + 0).eq(x) and z3.Solver().check(x == 1) == z3.sat
 
 
 def test_a_stage_past_the_deadline_ends_the_job_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,7 @@ the gathers they make modelled: the kernel's by_smt instances, the ATen gathers 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -141,3 +142,56 @@ def test_a_bool_input_carries_the_range_of_its_bytes_and_a_bool_output_none() ->
     buffers = _buffers(SimpleNamespace(tensors={}), specs, origin)
     assert buffers["mask"].values == (0, 1) and buffers["mask"].contents().range() == z3.BitVecSort(8)
     assert buffers["x"].values is None and buffers["y"].values is None
+
+
+# ---- witnesses respect the precondition --------------------------------------------------------------------
+
+def _verify_json(manifest: Path) -> dict:
+    result = CliRunner().invoke(main, ["verify", str(manifest), "--json"])
+    return json.loads(result.stdout)
+
+
+def _copy(name: str, tmp_path: Path, edit) -> Path:
+    case = tmp_path / name
+    shutil.copytree(EXAMPLES / name, case)
+    manifest = case / "lark.toml"
+    manifest.write_text(edit(manifest.read_text()))
+    return manifest
+
+
+def test_a_witness_of_a_loop_access_reads_only_values_in_range(tmp_path) -> None:
+    """A range one row too wide: the lookup really reads past the table (idx = 50257), and the witness says
+    so. The earliest-iteration probe asked the checker without the range before: its witness read
+    idx[0] = 12316506399143121, a value the precondition excludes."""
+    manifest = _copy("lib_embedding_lookup", tmp_path, lambda t: t.replace("[0, 50256]", "[0, 50257]"))
+    result = _verify_json(manifest)
+    assert result["verdict"] == "refuted" and result["properties"]["memory_safety"] == "violated"
+    (finding,) = result["findings"]
+    assert [int(v) for v in finding["witness"]["inputs"].values()] == [50257]
+
+
+def test_a_register_defined_wherever_the_precondition_holds_is_defined(tmp_path) -> None:
+    """`@%p mov %f2` with %p = idx[i] < 10 and the precondition idx in [0, 9]: every thread defines %f2
+    (the register check asked without the range before, and its witness idx = 10 lay outside it). Without
+    the precondition the read is a real finding, with a witness at or above 10."""
+    assert _verify_json(EXAMPLES / "sound_precondition_register_ptx" / "lark.toml")["verdict"] == "verified"
+    manifest = _copy("sound_precondition_register_ptx", tmp_path,
+                     lambda t: t.replace("idx = { range = [0, 9] }", ""))
+    result = _verify_json(manifest)
+    assert result["verdict"] != "verified" and result["properties"]["memory_safety"] != "proved"
+
+
+def test_the_interpreter_runs_no_witness_outside_a_precondition() -> None:
+    """The concrete reproduction refuses a witness input outside its stated range (a model of an obligation
+    asked without the range), and fills the elements a witness leaves open with an in-range value."""
+    from semantics.concrete.reproduce import Inputs, NotReproduced
+    from semantics.ptx.machine import Buffer
+
+    idx = Buffer("idx", "int64", 16, 8, "input", values=(1, 9))
+    problem = type("P", (), {"buffers": {"idx": idx}, "args": []})()
+    with pytest.raises(NotReproduced, match=r"idx\[3\] = 10 lies outside its precondition \[1, 9\]"):
+        Inputs.of(problem, {"idx[3]": 10}).buffers(problem)
+    with pytest.raises(NotReproduced, match=r"-1 lies outside"):
+        Inputs.of(problem, {"idx[*]": 2**64 - 1}).buffers(problem)
+    run = Inputs.of(problem, {"idx[3]": 9}).buffers(problem)["idx"]
+    assert run.values == {3: 9} and run.fill == 1

@@ -223,4 +223,33 @@ def _as(value: object, ty: PtxType) -> object:
     return value & mask(ty.bits) if not ty.signed else _sv(value, ty.bits, True) & mask(ty.bits)
 
 
-MEMORY: dict[str, Callable] = {"ld": load, "ldu": load, "st": store, "cvta": cvta, "atom": atomic, "red": atomic}
+def async_copy(p, ins: Instr, nxt: int) -> Step:
+    """cp.async [dst], [src], size{, src-size}: `size` bytes from global to shared, zeros past src-size. Run at
+    once: one schedule the hardware may choose (the symbolic model requires the copy done by the thread's next
+    barrier, `semantics/ptx/async_copy.py`); so commit_group and wait_group have nothing left to do."""
+    rest = ins.mods[1:] if ins.mods[:1] == (".async",) else None
+    if rest in ((".commit_group",), (".wait_group",), (".wait_all",)):
+        return lambda t: nxt
+    if rest is None or ".shared" not in rest and ".shared::cta" not in rest or ".global" not in rest \
+            or len(ins.operands) not in (3, 4):
+        raise Unsupported(f"`{ins.opcode}{''.join(ins.mods)}`")
+    dst_op, src_op, size_op = ins.operands[:3]
+    size = size_op.value
+    to, where, mem, line = address(p, dst_op, "shared"), address(p, src_op, "global"), p.memory, ins.line
+    given = reader(p.regs, ins.operands[3], TYPES[".u32"]) if len(ins.operands) == 4 else (lambda r: size)
+
+    def step(t) -> int:
+        r = t.regs
+        src, count = where(r), given(r)
+        eb = mem.globals[src.buffer].buffer.elem_bytes
+        if count not in (0, size) or size % eb:
+            raise Unsupported(f"cp.async of {count} of {size} bytes")
+        zero = MPF(0) if mem.globals[src.buffer].buffer.is_float else 0
+        values = mem.load_global(t, src, size // eb, eb, line) if count else [zero] * (size // eb)
+        mem.store_cells(t, to(r), values, eb, line)
+        return nxt
+    return step
+
+
+MEMORY: dict[str, Callable] = {"ld": load, "ldu": load, "st": store, "cvta": cvta, "atom": atomic, "red": atomic,
+                               "cp": async_copy}

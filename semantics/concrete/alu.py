@@ -514,9 +514,10 @@ def copysign(p, ins: Instr, nxt: int) -> Step:
 
 
 def ideal_call(p, ins: Instr, nxt: int) -> Step:
-    """`lark.ideal.<fn>.<type> d, x` (a recognised libm sequence, `semantics/ptx/idioms.py`): d = fn(x)."""
+    """`lark.ideal.<fn>.<type>.<idiom> d, x` (a recognised library sequence, `semantics/ptx/idioms.py`):
+    d = fn(x)."""
     name = ins.mods[0].lstrip(".") if ins.mods else ""
-    if len(ins.mods) != 2 or len(ins.operands) != 2 or name not in IDEAL_FUNCTIONS and name not in DERIVED:
+    if len(ins.mods) != 3 or len(ins.operands) != 2 or name not in IDEAL_FUNCTIONS and name not in DERIVED:
         raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`")
     fn, ty = exact(name), TYPES[ins.mods[1]]
     return _lifted(p, ins, nxt, _real_or_nan(fn), ty, ins.operands[1:])

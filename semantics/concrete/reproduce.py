@@ -46,7 +46,8 @@ from .values import MPF, real, signed
 if TYPE_CHECKING:
     from semantics.verdict import Problem
 
-TOLERANCE = 1e-6          # recorded values are JSON floats, the interpreter's exact reals
+TOLERANCE = 1e-6          # relative: recorded values are JSON floats, the interpreter's reals have 50 digits
+FLOOR = 1e-30             # below this both values count as 0 (far above the interpreter's rounding)
 MAX_STEPS = 40_000_000
 VECTORS = {".v2": 2, ".v4": 4, ".v8": 8}
 _INPUT = re.compile(r"(.+)\[(\d+|\*)\]")
@@ -83,8 +84,28 @@ class Inputs:
         return Inputs(elements, defaults, scalars)
 
     def buffers(self, problem: Problem) -> dict[str, SparseBuffer]:
-        return {name: SparseBuffer(b, dict(self.elements.get(name, {})), self.defaults.get(name))
+        """The run's global buffers. An input with a value-range precondition only takes values in its range:
+        a listed element outside it is no witness (the task says no caller passes it), and the elements the
+        witness leaves open take the range's low end where 0 lies outside it."""
+        for name, b in problem.buffers.items():
+            if b.values is not None:
+                self._within(name, b.elem_bytes * 8, *b.values)
+        return {name: SparseBuffer(b, dict(self.elements.get(name, {})), self._fill(name, b))
                 for name, b in problem.buffers.items()}
+
+    def _within(self, name: str, bits: int, lo: int, hi: int) -> None:
+        listed = [(f"{name}[{i}]", v) for i, v in self.elements.get(name, {}).items()]
+        listed += [(f"{name}[*]", self.defaults[name])] if name in self.defaults else []
+        for key, value in listed:
+            v = int(value)
+            v = v - (1 << bits) if v >= 1 << (bits - 1) else v      # the precondition compares signed values
+            if not lo <= v <= hi:
+                raise NotReproduced(f"input {key} = {v} lies outside its precondition [{lo}, {hi}]")
+
+    def _fill(self, name: str, buffer) -> Fraction | None:
+        if name in self.defaults or buffer.values is None or buffer.values[0] <= 0 <= buffer.values[1]:
+            return self.defaults.get(name)
+        return Fraction(buffer.values[0])
 
     def overrides(self) -> dict[tuple[str, int | None], Fraction]:
         found: dict[tuple[str, int | None], Fraction] = {(n, None): v for n, v in self.defaults.items()}
@@ -144,8 +165,7 @@ def _wrong_value(problem: Problem, w: dict) -> str:
     if type(got) is not MPF or not mpmath.isfinite(got):
         raise NotReproduced(f"{buffer}[{index}] ends as {got!r}, not a finite real")
     want = _reference(problem, buffer, index, inputs)
-    scale = max(1.0, abs(float(want)))
-    if abs(got - want) <= TOLERANCE * scale:
+    if abs(got - want) <= TOLERANCE * max(abs(got), abs(want), FLOOR):   # relative: a softmax's 1e-14 counts
         raise NotReproduced(f"{buffer}[{index}] ends as {float(got):.9g}, which is the reference's "
                             f"{float(want):.9g}")
     if not _close(got, w["kernel_value"]) or not _close(want, w["reference_value"]):
@@ -220,6 +240,8 @@ def _shape(problem: Problem, line: int) -> tuple[int, int]:
     for ins in problem.kernel.body:
         if isinstance(ins, Instr) and ins.line == line and ins.opcode in ("ld", "ldu", "st", "atom", "red"):
             return next((VECTORS[m] for m in ins.mods if m in VECTORS), 1), types_in(ins.mods)[0].bytes
+        if isinstance(ins, Instr) and ins.line == line and ins.opcode == "cp" and len(ins.operands) >= 3:
+            return ins.operands[2].value // 4, 4   # a cp.async copy of 4-byte elements (Triton's fp32)
     raise NotReproduced(f"the kernel has no memory access at line {line}")
 
 

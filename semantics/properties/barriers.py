@@ -34,21 +34,31 @@ def _rename(cond: z3.BoolRef, thread: Thread, shared: set[str]) -> z3.BoolRef:
     return z3.substitute(cond, *rename_apart([cond], thread, OTHER, shared))
 
 
-def warp_uniform(conditions: list[tuple[str, z3.BoolRef]], thread: Thread, launch: Launch, shared: set[str],
+def warp_uniform(conditions: list[tuple], thread: Thread, launch: Launch, shared: set[str],
                  checker: Checker, timeout_s: float, record) -> list[str]:
     """Side conditions of warp-synchronous exchanges: every lane of the warp is on the same path there.
-    Returns the description of each one not proved."""
+    Returns the description of each one not proved. A condition may name the loops it lies in, (LoopInfo, k)
+    pairs: then the other lane is at the same iterations, and each loop is entered by both lanes or neither
+    and left by both at the same iteration (its stay condition agrees at every iteration j), so both are at
+    iteration k together and the path there (`reach` placeholder included) is compared as one."""
     failed = []
     warp = z3.UDiv(thread.tid[0], 32) == z3.UDiv(OTHER.tid[0], 32)
-    for what, cond in conditions:
-        formula = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), warp, cond,
-                         z3.Not(_rename(cond, thread, shared)))
-        ob = Obligation(f"barrier_uniformity: every lane of the warp reaches the {what}", "barrier_uniformity",
-                        formula)
-        outcome = checker.check(ob, timeout_s)
-        record(ob, outcome)
-        if outcome.status != PROVED:
-            failed.append(what)
+    lanes = z3.And(thread.in_launch(launch), OTHER.in_launch(launch), thread.same_block(OTHER), warp)
+    for what, cond, *inside in conditions:
+        loops = inside[0] if inside else ()
+        common = shared | {str(s) for loop, k in loops for s in (k, loop.placeholder)}
+        agree = [(cond, common)]
+        for loop, _ in loops:
+            j = z3.BitVec(f"j.uniform.{loop.header}", 64)
+            agree += [(loop.entry, shared), (loop.stay_at(j), shared | {str(j)})]
+        for part, kept in agree:
+            ob = Obligation(f"barrier_uniformity: every lane of the warp reaches the {what}", "barrier_uniformity",
+                            z3.And(lanes, part, z3.Not(_rename(part, thread, kept))))
+            outcome = checker.check(ob, timeout_s)
+            record(ob, outcome)
+            if outcome.status != PROVED:
+                failed.append(what)
+                break
     return failed
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
-from semantics import purify
+from semantics import preconditions, purify
 from semantics.properties.common import (
     NOT_APPLICABLE,
     UNKNOWN,
@@ -80,7 +80,8 @@ def _earliest(ob: Obligation, access: Access, outcome, checker: Checker, timeout
     interpreter stops at a thread's first violation, so a witness at a later iteration of a loop whose first
     iteration already faults would not replay. Only the choice of witness changes (the replay still decides)."""
     for _, k in access.loops:
-        pinned = Obligation(f"{ob.name}, iteration {k} = 0", ob.prop, z3.And(ob.formula, k == 0), ob.witness)
+        pinned = Obligation(f"{ob.name}, iteration {k} = 0", ob.prop,
+                            preconditions.strengthened(z3.And(ob.formula, k == 0)), ob.witness)
         tried = checker.check(pinned, timeout_s)
         record(pinned, tried)
         if tried.status == REFUTED:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics import preconditions
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -30,7 +31,8 @@ from semantics.ptx.state import UndefinedRead
 def obligation(read: UndefinedRead, thread: Thread, launch_ok: z3.BoolRef) -> Obligation:
     """Unsat iff no thread of the launch reads `read.register` at `read.line` where it holds no value."""
     return Obligation(f"memory_safety: register {read.register} defined before its read at line {read.line}",
-                      "memory_safety", z3.And(launch_ok, read.guard), thread_witness(thread, read.loops))
+                      "memory_safety", preconditions.strengthened(z3.And(launch_ok, read.guard)),
+                      thread_witness(thread, read.loops))
 
 
 def check(reads: list[UndefinedRead], thread: Thread, launch_ok: z3.BoolRef, checker: Checker, timeout_s: float,

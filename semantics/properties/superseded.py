@@ -13,6 +13,15 @@ Stated as one obligation (its negation unsat). Sound composition: every store no
 compared with the reference, and the final write to any element is not superseded (nothing writes the
 element after it), so the final write is one of the compared ones. S' must lie outside loops and S'
 after S by a constant barrier count (`Access.phase`, no loop phase terms): only then is "later" a number.
+
+A store is also superseded by the same thread (`own_later`: an output written, read back and written again,
+as a two-pass softmax normalises in place):
+
+    for every thread whose store S (lane j) runs, at whatever iterations, the same thread runs store S'
+    (lane j') at the iteration `readbacks.writer_iteration` guesses, later in its program order
+    (`readbacks.before`), writing the same element.
+
+S' "runs" exactly there (`readbacks.runs_at`, every loop's exit proved), so S is not the final write.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.properties.coverage import E, writer_variables
 from semantics.properties.equivalence import element_index
+from semantics.properties.readbacks import before, exits_proved, runs_at, writer_iteration
 from semantics.ptx.machine import Buffer, Launch, Thread
 from semantics.ptx.state import Access
 
@@ -77,7 +87,10 @@ def find(stores: list[Access], buffers: dict[str, Buffer], propose: Callable, th
     barrier are tried, so kernels without such a pattern pay nothing."""
     found = Supersession()
     for store in stores:
-        if not _plain(store):
+        for lane in range(len(store.values)):
+            if own_later(store, lane, stores, launch_ok, checker, timeout_s, record):
+                found.skipped.add((id(store), lane))
+        if not _plain(store) or all((id(store), lane) in found for lane in range(len(store.values))):
             continue
         sites = [s for s in stores if s.buffer == store.buffer and _plain(s) and s.phase > store.phase]
         laters, keys = [], {}
@@ -91,6 +104,8 @@ def find(stores: list[Access], buffers: dict[str, Buffer], propose: Callable, th
         if not laters:
             continue
         for lane in range(len(store.values)):
+            if (id(store), lane) in found:
+                continue
             ob = obligation(store, lane, laters, buffers[store.buffer], thread, launch, launch_ok)
             outcome = checker.check(ob, timeout_s)
             record(ob, outcome)
@@ -100,3 +115,33 @@ def find(stores: list[Access], buffers: dict[str, Buffer], propose: Callable, th
             else:
                 found.overwrites[(id(store), lane)] = overwritten(laters, thread, launch)
     return found
+
+
+def own_later(store: Access, lane: int, stores: list[Access], launch_ok: z3.BoolRef, checker: Checker,
+              timeout_s: float, record) -> bool:
+    """Whether every run of the store's lane is followed by the same thread's store of the same element (the
+    module docstring): one obligation per guessed later store, the first proved settles it."""
+    same = [t for t in stores if t.buffer == store.buffer]
+    if not exits_proved(same):
+        return False
+    at = store.offset + lane * store.elem_bytes
+    for t in same:
+        if t is store or t.kind != "store" or t.elem_bytes != store.elem_bytes:   # (a site overwriting itself at a
+            continue                                              # later iteration is not looked for)
+        for t_lane in range(len(t.values)):
+            found, w = writer_iteration(at, store.loops, t, t_lane)
+            if not found:
+                continue
+            fix = [(t.loops[0][1], w)] if w is not None else []
+            t_loops, runs = runs_at(t, fix)
+            element = z3.substitute(element_index(t, t_lane), *fix) if fix else element_index(t, t_lane)
+            later = before(store.loops, store.line, t_loops, t.line)
+            ob = Obligation(f"equivalence: the store at line {store.line} lane {lane} to {store.buffer} is overwritten "
+                            f"later by the same thread (line {t.line} lane {t_lane})", "equivalence",
+                            z3.And(launch_ok, store.guard,
+                                   z3.Not(z3.And(runs, element == element_index(store, lane), later))))
+            outcome = checker.check(ob, timeout_s)
+            record(ob, outcome)
+            if outcome.status == PROVED:
+                return True
+    return False

@@ -16,6 +16,12 @@ Floats are exact reals (DESIGN §3): `mul.f32`, `mul.rn.f32` and the other round
 reals (`semantics/ptx/instructions.py`), as `add.f32` adds them; so the product accumulator is a product of
 reals, with no rounding model, the same abstraction the sum accumulator uses. Anything else is not
 summarised (the caller makes it opaque).
+
+A sum step may also read the running max of the same loop (`depends`: `s += expf(v - fmaxf(m, v))`, an online
+softmax that forgets to rescale): at the start of iteration j that register holds its own closed form at j
+(a max from a real start, `MaxFrom(m_0, 0, j, T)`), so T(j) is the step with that value in place of its header
+symbol, and the same induction gives s_k = s_0 + Σ_{j<k} T(j). (From -inf the max is the marker at j = 0,
+which no step may compute with: such a sum is not summarised.)
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ class Accumulator:
     header: z3.ArithRef     # the generic run's symbol for the register at the loop header
     step: z3.ArithRef       # T: what one iteration combines in, over the generic run's header symbols
     next_value: z3.ArithRef  # the back-edge value in the generic run
+    depends: tuple[z3.ArithRef, ...] = ()   # header symbols of max accumulators whose value at k the step reads
 
 
 def _leaves(term: z3.ExprRef, pick_greater: bool) -> list[z3.ExprRef]:

@@ -93,8 +93,16 @@ class Incoming:
         return [p for p in self.preds if p.path[self.shared:self.shared + len(prefix)] == prefix]
 
 
+# selp copies one of its two operands bit for bit: its type suffix says only how wide they are (LLVM writes
+# selp.b32 or selp.f32 for the same select of a float register, as its uses want it).
+SELECT_WIDTH = {f".{kind}{bits}": f".b{bits}" for kind in "bfus" for bits in (16, 32, 64)}
+
+
 def opname(ins: Instr) -> str:
-    return ins.opcode + "".join(ins.mods)
+    mods = ins.mods
+    if ins.opcode == "selp":
+        mods = tuple(SELECT_WIDTH.get(m, m) for m in mods)
+    return ins.opcode + "".join(mods)
 
 
 class TermBuilder:

@@ -46,10 +46,11 @@ from typing import TYPE_CHECKING
 
 from semantics.axioms import meaning
 from semantics.errors import Unsupported
+from semantics.ptx import neginf
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym
 from semantics.ptx.dead_code import Unfollowed, eliminate
 from semantics.ptx.idiom_terms import ENTRY, PSEUDO, Incoming, State, TermBuilder, Terms, defined, uses
-from semantics.ptx.libm import AXIOM_OF, IDIOMS, Idiom
+from semantics.ptx.libm import BY_NAME, IDIOMS, Idiom
 from semantics.ptx.types import TYPES
 
 if TYPE_CHECKING:
@@ -325,7 +326,7 @@ def rewrite_idioms(kernel: Kernel) -> tuple[Kernel, list[str]]:
         candidates |= mine | copies
         computed = {i for t in m.internal if terms.nodes[t][0] != "const" for i in producers.get(t, ())}
         first = body[min(computed | ({m.index} if not m.at_label or not computed else set()))]
-        pseudo = Instr(PSEUDO, (f".{m.idiom.fn}", m.idiom.type), (m.dst, m.src), None, first.line,
+        pseudo = Instr(PSEUDO, (f".{m.idiom.fn}", m.idiom.type, f".{m.idiom.name}"), (m.dst, m.src), None, first.line,
                        getattr(first, "loc", None))
         if m.addend is not None:
             tmp = Reg(f"%lark_idiom{n}")
@@ -371,17 +372,20 @@ def _split_edges(m: _Match, n: int, body: list, code: list[Instr], before: dict,
 
 
 def ideal_call(state: ThreadState, ins: Instr) -> None:
-    """`lark.ideal.<fn>.<type> d, x`: d = fn(x), by the axiom of the nvcc sequence it replaced (fn an ideal
-    function, or one defined from them: log1p, expm1, cosh, sinh, `semantics.axioms.DERIVED`)."""
-    if len(ins.mods) != 2 or len(ins.operands) != 2:
+    """`lark.ideal.<fn>.<type>.<idiom> d, x`: d = fn(x), by the axiom of the library sequence `idiom` it replaced
+    (`libm.BY_NAME`; fn an ideal function, or one defined from them: log1p, expm1, cosh, sinh,
+    `semantics.axioms.DERIVED`)."""
+    idiom = BY_NAME.get(ins.mods[2][1:]) if len(ins.mods) == 3 else None
+    if idiom is None or len(ins.operands) != 2 or ins.mods[:2] != (f".{idiom.fn}", idiom.type):
         raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
-    fn, ty = ins.mods[0].lstrip("."), ins.mods[1]
-    axiom = AXIOM_OF.get((fn, ty))
-    if axiom is None:
-        raise Unsupported(f"pseudo-instruction `{ins.opcode}{''.join(ins.mods)}`", f"line {ins.line}")
+    fn, ty, axiom = idiom.fn, idiom.type, idiom.axiom
     dst, src = ins.operands
-    x = state.read(src, TYPES[ty])
+    x = state.read_padded(src, TYPES[ty])
     state.use_axiom(axiom)
+    if state.ctx.marks(x):   # exp of a masked lane's -inf padding, or of `m - m_new` from a running max's -inf
+        rule = fn if ty == ".f32" else f"{fn}{ty}"   # only the f32 expf sequence is checked at -inf
+        state.write(dst, neginf.unary(rule, x, meaning(fn), f"line {ins.line}", state.ctx.marks))
+        return
     state.write(dst, meaning(fn)(x))
 
 

@@ -350,8 +350,85 @@ SINHF = Idiom("sinhf", "sinh", ".f32", "nvcc.sinhf", ptx=_HALF_EXP_ABS + """
     selp.f32 %y, %t35, %t33, %t34;
 """)
 
-IDIOMS: tuple[Idiom, ...] = (EXPF, TANHF, LOGF, ERFF, EXP_F64, TANH_F64, LOG1PF, EXPM1F, COSHF, SINHF)
+# The libdevice functions Triton 3.9 links for `libdevice.exp`/`tanh`/`erf` (and `tl.math.erf`), as its LLVM
+# compiles them for sm_90 (`triton.compile`, GPUTarget("cuda", 90, 32)): nvcc's algorithms with flush-to-zero
+# arithmetic, the sign copied by bit operations on the float register instead of `copysign`, erf's two
+# polynomials chosen by a branch instead of selp. (`libdevice.rsqrt` and `tl.math.rsqrt` compile to
+# rsqrt.approx.ftz.f32 and `tl.exp` to ex2.approx of x·log2 e: instructions with axioms of their own.)
+LIBDEVICE_EXPF = Idiom("libdevice_expf", "exp", ".f32", "libdevice.expf", fusable=True, ptx="""
+    fma.rn.ftz.f32 %t2, %x, 0f3BBB989D, 0f3F000000;
+    cvt.ftz.sat.f32.f32 %t3, %t2;
+    fma.rm.ftz.f32 %t6, %t3, 0f437C0000, 0f4B400001;
+    add.f32 %t7, %t6, 0fCB40007F;
+    neg.f32 %t8, %t7;
+    fma.rn.ftz.f32 %t10, %x, 0f3FB8AA3B, %t8;
+    fma.rn.ftz.f32 %t12, %x, 0f32A57060, %t10;
+    shl.b32 %t14, %t6, 23;
+    ex2.approx.ftz.f32 %t16, %t12;
+    mul.f32 %y, %t16, %t14;
+""")
 
-AXIOM_OF: dict[tuple[str, str], str] = {(i.fn, i.type): i.axiom for i in IDIOMS}
+LIBDEVICE_TANHF = Idiom("libdevice_tanhf", "tanh", ".f32", "libdevice.tanhf", ptx="""
+    abs.ftz.f32 %t0, %x;
+    mul.f32 %t1, %t0, 0f4038AA3B;
+    ex2.approx.ftz.f32 %t2, %t1;
+    add.f32 %t3, %t2, 0f3F800000;
+    rcp.approx.ftz.f32 %t5, %t3;
+    fma.rn.ftz.f32 %t7, %t5, 0fC0000000, 0f3F800000;
+    setp.ge.f32 %t8, %t0, 0f41102CB4;
+    selp.b32 %t9, 1065353216, %t7, %t8;
+    and.b32 %t10, %x, -2147483648;
+    or.b32 %t11, %t9, %t10;
+    mul.f32 %t12, %x, %x;
+    fma.rn.ftz.f32 %t14, 0f3C80F082, %t12, 0fBD563CAE;
+    fma.rn.ftz.f32 %t16, %t14, %t12, 0f3E085941;
+    fma.rn.ftz.f32 %t18, %t16, %t12, 0fBEAAA9ED;
+    fma.rn.ftz.f32 %t20, %t18, %t12, 0f00000000;
+    fma.rn.ftz.f32 %t21, %t20, %x, %x;
+    setp.ge.f32 %t22, %t0, 0f3F19999A;
+    selp.b32 %y, %t11, %t21, %t22;
+""")
+
+LIBDEVICE_ERFF = Idiom("libdevice_erff", "erf", ".f32", "libdevice.erff", ptx="""
+    abs.ftz.f32 %t0, %x;
+    setp.ge.f32 %t1, %t0, 0f3F8060FE;
+    mov.b32 %t2, 0f38EB4C3A;
+    mov.b32 %t3, 0fBAAE005B;
+    mov.b32 %t4, 0f3C09919F;
+    mov.b32 %t5, 0fBD24D99A;
+    mov.b32 %t6, 0f3E235519;
+    mov.b32 %t7, 0f3F69B4F9;
+    mov.b32 %t8, 0f3F210A14;
+    @%t1 bra $I0;
+    mul.f32 %t0, %x, %x;
+    mov.b32 %t2, 0f38B1E96A;
+    mov.b32 %t3, 0fBA574D20;
+    mov.b32 %t4, 0f3BAAD5EA;
+    mov.b32 %t5, 0fBCDC1BE7;
+    mov.b32 %t6, 0f3DE718AF;
+    mov.b32 %t7, 0fBEC093AC;
+    mov.b32 %t8, 0f3E0375D3;
+$I0:
+    fma.rn.ftz.f32 %t9, %t2, %t0, %t3;
+    fma.rn.ftz.f32 %t10, %t9, %t0, %t4;
+    fma.rn.ftz.f32 %t11, %t10, %t0, %t5;
+    fma.rn.ftz.f32 %t12, %t11, %t0, %t6;
+    fma.rn.ftz.f32 %t13, %t12, %t0, %t7;
+    fma.rn.ftz.f32 %t14, %t13, %t0, %t8;
+    neg.f32 %t15, %t0;
+    selp.f32 %t16, %t15, %x, %t1;
+    fma.rn.ftz.f32 %y, %t14, %t16, %t16;
+    @!%t1 bra $I1;
+    ex2.approx.ftz.f32 %t17, %y;
+    sub.f32 %t18, 0f3F800000, %t17;
+    and.b32 %t19, %x, -2147483648;
+    or.b32 %y, %t19, %t18;
+$I1:
+""")
+
+IDIOMS: tuple[Idiom, ...] = (EXPF, TANHF, LOGF, ERFF, EXP_F64, TANH_F64, LOG1PF, EXPM1F, COSHF, SINHF,
+                             LIBDEVICE_EXPF, LIBDEVICE_TANHF, LIBDEVICE_ERFF)
+
+BY_NAME: dict[str, Idiom] = {i.name: i for i in IDIOMS}
 
 

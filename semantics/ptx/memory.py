@@ -14,7 +14,7 @@ from semantics.errors import Unsupported
 from semantics.ptx import neginf
 from semantics.ptx.ast import Instr, Reg, Sym, Vec
 from semantics.ptx.machine import simplify
-from semantics.ptx.state import Access, LoopRead, SharedRead, ThreadState, address_of, coerce
+from semantics.ptx.state import Access, LoopRead, ReadBack, SharedRead, ThreadState, address_of, coerce
 from semantics.ptx.types import TYPES, types_in
 
 SPACES = {".global": "global", ".shared": "shared", ".local": "local", ".param": "param", ".const": "const"}
@@ -113,10 +113,7 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     if buffer.role not in ("shared", "null") and elem_bytes != buffer.elem_bytes:
         raise Unsupported(f"{elem_bytes}-byte elements accessed in `{buffer.name}` ({buffer.dtype})",
                           f"line {ins.line}")
-    if state.recording:
-        state.ctx.accesses.append(Access(
-            kind, ptr.space, buffer.name, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
-            state.loops, ins.line, ins.loc, state.phase, state.phase_term(), op))
+    done = record(state, ins, kind, ptr, n, elem_bytes, values, op)
     shift = elem_bytes.bit_length() - 1
     indices = [simplify(z3.LShR(ptr.offset + j * elem_bytes, shift)) for j in range(n)]
     if kind == "store" and not state.loops:
@@ -126,7 +123,20 @@ def _access(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: 
     if kind != "load":
         return []  # (an atomic's old value depends on the order of atomics: the caller makes it opaque)
     sort = z3.RealSort() if _holds_floats(buffer, ins) else z3.BitVecSort(elem_bytes * 8)
+    if buffer.role not in ("input", "shared", "null") and state.entered_loop:
+        return [_read_back(state, buffer, lane, ins, sort, done) for lane in range(n)]
     return [_read_element(state, buffer, i, ins, sort, elem_bytes) for i in indices]
+
+
+def record(state: ThreadState, ins: Instr, kind: str, ptr, n: int, elem_bytes: int, values: tuple,
+           op: str = "") -> Access | None:
+    """Record the access (in the real pass; a loop's generic run records nothing) and return it."""
+    if not state.recording:
+        return None
+    done = Access(kind, ptr.space, ptr.buffer, ptr.offset, n * elem_bytes, elem_bytes, values, state.condition(),
+                  state.loops, ins.line, ins.loc, state.phase, state.phase_term(), op)
+    state.ctx.accesses.append(done)
+    return done
 
 
 def _holds_floats(buffer, ins: Instr) -> bool:
@@ -141,8 +151,6 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
     are not modelled here (an opaque value makes dependent properties unknown)."""
     if buffer.role == "null":   # out of bounds (memory_safety reports it): the value is none of the model's
         return state.opaque(z3.Const("v", sort), f"a load through the null pointer (line {ins.line})")
-    if buffer.role not in ("input", "shared") and state.entered_loop:
-        raise Unsupported(f"a read of written buffer `{buffer.name}` in or after a loop", f"line {ins.line}")
     if buffer.role == "input":
         return buffer.contents()(index)
     if buffer.role != "shared" and any(a.kind == "atomic" and a.buffer == buffer.name for a in state.ctx.accesses):
@@ -154,7 +162,8 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
             and state.phase_extra is None:
         value = _pending_shared_read(state, buffer, index, ins, sort, elem_bytes)
     elif buffer.role == "shared" and (state.in_body or state.phase_extra is not None) and state.barriers:
-        value = state.opaque(z3.Const("v", sort), f"values read from shared memory in or after a loop with barriers "
+        kind = _shared_sort(state, buffer, sort, elem_bytes)   # (what was stored there: reals through .b32)
+        value = state.opaque(z3.Const("v", kind), f"values read from shared memory in or after a loop with barriers "
                                                   f"({buffer.name}, line {ins.line}) are not resolved to their "
                                                   f"writers yet")
     elif buffer.role == "shared" or state.phase > 0:
@@ -167,6 +176,34 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
         if name == buffer.name and phase == state.phase and state.phase_extra is None:
             value = z3.If(z3.And(guard, i == index), v, value)
     return value
+
+
+def _read_back(state: ThreadState, buffer, lane: int, ins: Instr, sort, record: Access | None) -> z3.ExprRef:
+    """A global buffer the kernel writes, read in a loop body or after a loop: a placeholder
+    `readback(block and thread ids, iteration)` (`ReadBack`), defined once every store is known by
+    `semantics.properties.readbacks` (this thread's own earlier store, or opaque). One function per load lane
+    and loop execution: the generic run and the real pass of one loop name it alike (`state.generic`'s third
+    entry), so that an accumulation over the read becomes a comprehension over it. Only a read at most one
+    loop deep whose barrier count is a number (no barriers in a loop before it) is modelled."""
+    where = f"line {ins.line}"
+    if state.phase_extra is not None:
+        raise Unsupported(f"a read of written buffer `{buffer.name}` after a loop with barriers", where)
+    coordinates = state.ctx.thread.variables()
+    if state.generic is not None and len(state.loops) == 1:   # a loop body (its generic run or its real pass)
+        iteration, _, key = state.generic
+        name, args = f"readback!{buffer.name}!{ins.line}.{lane}!{key}", [*coordinates, iteration]
+    elif state.generic is None and not state.loops and state.recording:
+        name, args = f"readback!{buffer.name}!{ins.line}.{lane}!{state.ctx.fresh()}", coordinates
+    else:
+        raise Unsupported(f"a read of written buffer `{buffer.name}` in a nested loop or after a loop whose exit "
+                          "is not proved", where)
+    read = state.ctx.readbacks.get(name)
+    if read is None:
+        func = z3.Function(name, *[a.sort() for a in args], sort)
+        read = state.ctx.readbacks[name] = ReadBack(func, buffer.name, ins.line, lane)
+    if record is not None:
+        read.records.append(record)
+    return read.func(*args)
 
 
 def _pending_shared_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort,

@@ -54,7 +54,8 @@ def join(a: ThreadState, b: ThreadState) -> ThreadState | None:
 
 def _same_frame(a: ThreadState, b: ThreadState) -> bool:
     """Everything but the path condition, the registers and the thread's own stores agrees."""
-    return (a.ctx is b.ctx and a.barriers == b.barriers and a.recording == b.recording and a.in_body == b.in_body
+    return (a.ctx is b.ctx and a.barriers == b.barriers and a.copies == b.copies and a.recording == b.recording
+            and a.in_body == b.in_body
             and a.entered_loop == b.entered_loop and a.generic is b.generic
             and len(a.loops) == len(b.loops)
             and all(la is lb and _same(ka, kb) for (la, ka), (lb, kb) in zip(a.loops, b.loops, strict=True))

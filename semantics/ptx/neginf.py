@@ -11,6 +11,9 @@ the model has no overflow), or the bare marker. Every float instruction that mee
   add   If(c,v,-inf) + a         = If(c, v + a, -inf)               (-inf) + a = -inf (either order)
   mul   If(c,v,-inf) · k         = If(c, v · k, -inf)               (-inf) · k = -inf (either order)
   ex2   ex2(If(c,v,-inf))        = If(c, ex2(v), 0)                 ex2(-inf) = +0
+  exp   exp(If(c,v,-inf))        = If(c, exp(v), 0)                 expf(-inf) = +0 (the nvcc expf sequence,
+                                                                    `lark.ideal.exp`: its cvt.sat clamps the
+                                                                    reduced -inf to 0, ex2.approx(-inf) = +0)
   max   max(If(c,v,-inf), a)     = max(a, If(c, v, a))              max(-inf, a) = a = max(a, a)
   max   max(If(c1,v1,-inf), If(c2,v2,-inf))
                                  = If(c1 ∨ c2, max(If(c1,v1,v2), If(c2,v2,v1)), -inf)
@@ -146,11 +149,15 @@ def binary(opcode: str, a: z3.ArithRef, b: z3.ArithRef, real_op, where: str,
     raise Unsupported(f"-inf (a masked lane's padding) reaches {what}")
 
 
+ZERO_AT_NEG_INF = frozenset({"ex2", "exp"})   # ex2.approx and the expf idiom (`lark.ideal.exp`): +0 at -inf
+
+
 def unary(opcode: str, a: z3.ArithRef, real_op, where: str, marks: Marks = _MARKS) -> z3.ArithRef:
-    """A float unary instruction with the marker in its operand: only ex2 has a known exact value there."""
+    """A float unary instruction (or an idiom's ideal function) with the marker in its operand: only ex2 and
+    exp have a known exact value there."""
     what = f"`{opcode}.f*` ({where})"
     c, v = split(a, what, marks)
-    if opcode == "ex2":
+    if opcode in ZERO_AT_NEG_INF:
         return z3.If(c, real_op(v), z3.RealVal(0)) if not z3.is_false(c) else z3.RealVal(0)
     raise Unsupported(f"-inf (a masked lane's padding) reaches {what}")
 

@@ -87,6 +87,23 @@ class LoopRead:
     base: int = 0
 
 
+@dataclass
+class ReadBack:
+    """A load of a global buffer the kernel writes, in a loop body or after a loop (an output read back: a
+    softmax normalising in place what an earlier loop stored). `func(block and thread ids, iteration)` stands
+    for the element read (lane `lane` of the load at `line`) until `semantics.properties.readbacks` defines
+    it by this thread's own earlier store (or makes it opaque). `iteration` is the enclosing loop's: the
+    generic run's symbol there, the loop's k in the real pass (the generic run's accumulations over the read
+    become comprehensions over func(..., j)); a read outside loops has no iteration argument. `records` are
+    the real pass's load accesses at that line, each reading this placeholder."""
+
+    func: z3.FuncDeclRef
+    buffer: str
+    line: int
+    lane: int
+    records: list = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class UndefinedRead:
     """A read of a register that holds no value when `guard` holds: no path defined it, or only a predicated
@@ -125,11 +142,12 @@ class KernelContext:
     opaque: dict[str, str] = field(default_factory=dict)  # opaque value name -> why its value is not modelled
     # What the model assumed and the checker must prove, as (description, path condition of the thread):
     # every lane of the thread's warp follows the same path there (warp-synchronous exchanges need it).
-    warp_uniform: list[tuple[str, z3.BoolRef]] = field(default_factory=list)
+    warp_uniform: list[tuple] = field(default_factory=list)   # (what, path condition[, its (LoopInfo, k)s])
     shared_reads: list[SharedRead] = field(default_factory=list)
     assumes_initialized: bool = False  # resolved shared reads rely on every shared read being initialised
     loop_reads: dict[str, LoopRead] = field(default_factory=dict)  # placeholder function name -> its reads
     loop_initialized: set[int] = field(default_factory=set)  # lines of loop reads proved to see a same-iteration write
+    readbacks: dict[str, ReadBack] = field(default_factory=dict)  # placeholder function name -> its loads
     counter: list[int] = field(default_factory=lambda: [0])
     marks: neginf.Marks = field(default_factory=neginf.Marks)  # which values hold the -inf padding marker
     undefined_reads: list[UndefinedRead] = field(default_factory=list)
@@ -163,11 +181,13 @@ class ThreadState:
     # register absent here is defined wherever it is in `regs`
     undefined: dict[str, z3.BoolRef | None] = field(default_factory=dict)
     line: int = 0                    # the PTX line of the instruction being executed
+    # cp.async copies in flight: (uncommitted copies, committed groups not yet waited for), `async_copy`
+    copies: tuple[int, int] = (0, 0)
 
     def copy(self) -> ThreadState:
         return ThreadState(self.ctx, dict(self.regs), list(self.path), self.loops, self.own_stores,
                            self.entered_loop, self.recording, None, self.barriers, self.in_body, self.phase_extra,
-                           self.generic, dict(self.undefined), self.line)
+                           self.generic, dict(self.undefined), self.line, self.copies)
 
     def phase_term(self) -> z3.BitVecRef | None:
         """The number of barriers this thread has passed, when loops with barriers make it symbolic."""

@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 import z3
 
 from semantics.errors import Unsupported
-from semantics.ptx import arg_accumulators, loop_phases, unroll
+from semantics.ptx import arg_accumulators, loop_phases, online_sums, unroll
 from semantics.ptx.accumulators import Accumulator, at_iteration, classify, replay_max
 from semantics.ptx.ast import Instr, Kernel, Label, Reg, Sym, Vec
+from semantics.ptx.async_copy import ASYNC, require_done
 from semantics.ptx.idioms import IDIOM_HANDLERS, rewrite_idioms
 from semantics.ptx.instructions import ALU
 from semantics.ptx.machine import Pointer, simplify
@@ -142,6 +143,7 @@ class Executor:
         return leaving
 
     def _finish(self, st: ThreadState) -> None:
+        require_done(st, "the thread's exit", f"line {st.line}")
         self.exits.append(st.condition())
         if st.recording:
             self.ctx.barrier_paths.append((st.condition(), st.barriers))
@@ -167,7 +169,7 @@ class Executor:
             self._finish(st)
             return []
         handler = (ALU.get(ins.opcode) or MEMORY.get(ins.opcode) or SYNC.get(ins.opcode)
-                   or IDIOM_HANDLERS.get(ins.opcode))
+                   or ASYNC.get(ins.opcode) or IDIOM_HANDLERS.get(ins.opcode))
         if handler is None:
             raise Unsupported(f"instruction `{ins.opcode}{''.join(ins.mods)}`", where)
         st.guard_pred = self._pred(st, ins) if ins.pred is not None else None
@@ -285,15 +287,22 @@ class Executor:
             if z3.eq(read.iteration, iteration):
                 read.loop, read.base = info, len(st.barriers)
         summaries, arg_summaries = {}, {}
+        maxes_at_k = online_sums.maxes_at(st, accumulators, at_k, k, info.header)
         for r in written:
             if r in steps:
                 body_state.regs[r] = _advance(st.regs[r], steps[r], k)
             elif isinstance(accumulators.get(r), Accumulator):
                 acc = accumulators[r]
-                step_k = z3.substitute(acc.step, *at_k) if at_k else acc.step
+                if not all(any(z3.eq(d, h) for h, _ in maxes_at_k) for d in acc.depends):
+                    body_state.regs[r] = body_state.opaque(st.regs[r], f"the value carried in {r} by the {where} "
+                                                           "(a sum reading a running max from -inf)")
+                    continue
+                step_k = z3.substitute(acc.step, *at_k, *maxes_at_k) if at_k or maxes_at_k else acc.step
                 j = z3.BitVec(f"j.{info.header}.{r}", 64)
                 summaries[r] = (acc, step_k, j)
                 body_state.regs[r] = at_iteration(acc, st.regs[r], k, step_k, k, j)
+            elif isinstance(accumulators.get(r), online_sums.OnlineSum):
+                continue   # after the max accumulator it is rebased on (`_online`)
             elif isinstance(accumulators.get(r), arg_accumulators.ArgAccumulator):
                 arg_summaries[r] = arg_accumulators.summary(accumulators[r], info.header, at_k)
                 body_state.regs[r] = arg_accumulators.fold_at(arg_summaries[r], st, r, k, k, where)
@@ -303,15 +312,22 @@ class Executor:
                 body_state.regs[r] = fresh_like(st.regs[r], r, self.ctx.fresh())  # dead at the header (checked above)
             else:
                 body_state.regs.pop(r, None)
+        online = online_sums.start(body_state, st, accumulators, summaries, at_k, k, info.header, where)
         for r in written & st.undefined.keys():   # an iteration may read the previous one's value or none
             body_state.undefined[r] = None
         body_state.path.append(info.placeholder)
         base = len(body_state.path)
+        back_states: list[ThreadState] = []
 
         def back_edge(s: ThreadState) -> None:
             info.stay.append(z3.And(s.path[base:]) if len(s.path) > base else z3.BoolVal(True))
+            back_states.append(s)
 
         leaving = self._explore(body_state, header + 1, (header, latch), back_edge)
+        if any(b.copies != st.copies for b in back_states):
+            raise Unsupported("a loop whose iterations leave different cp.async copies in flight", where)
+        online_sums.check_first_steps(online, back_states, st, summaries, k, where)
+        online_sums.check_dependent_first_steps(summaries, back_states, st, k, where, self._same)
         if per_iteration and len({s.barriers for _, s in leaving}) > 1:
             # the exit paths would be compared by barrier uniformity without knowing they leave at one iteration
             raise Unsupported("a loop with barriers that is left on paths passing different barriers", where)
@@ -321,7 +337,8 @@ class Executor:
             for r in written & s.undefined.keys():   # defined in some iteration, not only in the last one
                 s.undefined[r] = None
             arg_accumulators.finish(s, st, summaries, arg_summaries, at_k, k, where, self._same)
-            self._finish_accumulators(s, st, summaries, at_k, k, where)
+            self._finish_accumulators(s, st, summaries, at_k + maxes_at_k, k, back_states, where)
+            online_sums.finish(s, st, online, summaries, at_k, k, back_states, where, self._same)
             if per_iteration:
                 s.own_stores = ()  # other threads may have overwritten them in the loop's barrier intervals
         if self.exit_oracle is not None:
@@ -400,10 +417,12 @@ class Executor:
         return False
 
     def _finish_accumulators(self, s: ThreadState, entry: ThreadState, summaries: dict, at_k: list, k,
-                             where: str) -> None:
+                             back_states: list, where: str) -> None:
         """On a path leaving the loop at iteration k, an accumulator holds its value at the start of the
         iteration, or (a do-while exit) that value combined with one more step: the comprehension over k+1
-        iterations. Any other value is opaque."""
+        iterations. That is so where the solver proves the value one more step, or where it is the very term a
+        back edge of the same iteration holds (the machine's value after one more body, which the summary at
+        k+1 describes). Any other value is opaque."""
         for r, (acc, step_k, j) in summaries.items():
             start = at_iteration(acc, entry.regs[r], k, step_k, k, j)
             if acc.kind == "max" and s.ctx.marks(start):   # a running max from -inf: combined as max.f32 does
@@ -413,8 +432,8 @@ class Executor:
             value = s.regs.get(r)
             if value is None or self._same(value, start):
                 continue
-            if self._same(value, one_more):
-                s.regs[r] = at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True)
+            if any(z3.eq(value, b.regs.get(r, start)) for b in back_states) or self._same(value, one_more):
+                online_sums.replace_copies(s, value, at_iteration(acc, entry.regs[r], k + 1, step_k, k, j, ran=True))
             else:
                 s.regs[r] = s.opaque(value, f"the value left in {r} by the {where}")
 
@@ -498,6 +517,8 @@ class Executor:
                 accumulators[r] = acc
             else:  # carried, but not a recognised accumulation: its value becomes opaque, for this reason
                 accumulators[r] = self._why_not_summarised(r, [n[r] for n in nexts if r in n], where)
+        online_sums.classify_all(accumulators, symbols, nexts,
+                                 [h for h in header_syms if str(h) not in induction_syms], where)
         return steps, accumulators, {r: _symbol_of(symbols[r]) for r in steps}, per_iteration, iteration
 
     def _why_not_summarised(self, reg: str, nexts: list, where: str) -> str:
@@ -545,7 +566,9 @@ def _dests(ins: Instr) -> set[str]:
 
 
 def _sources(ins: Instr) -> set[str]:
-    ops = ins.operands if ins.opcode in ("st", "bra") else ins.operands[1:]
+    # (a destination that is an address, as cp.async's and red's, is read)
+    address_first = not ins.operands or not isinstance(ins.operands[0], Reg | Vec)
+    ops = ins.operands if ins.opcode in ("st", "bra") or address_first else ins.operands[1:]
     names = {ins.pred[0]} if ins.pred else set()
     for op in ops:
         for o in (op.elems if isinstance(op, Vec) else [op]):

@@ -17,6 +17,7 @@ import z3
 from semantics.errors import Unsupported
 from semantics.ptx import neginf
 from semantics.ptx.ast import Instr, IntImm, Vec
+from semantics.ptx.async_copy import require_done
 from semantics.ptx.memory import _access, _check_space
 from semantics.ptx.state import ThreadState, address_of
 from semantics.ptx.types import TYPES, types_in
@@ -36,6 +37,7 @@ def barrier(state: ThreadState, ins: Instr) -> None:
         raise Unsupported("a named barrier or a barrier with a thread count", f"line {ins.line}")
     if state.guard_pred is not None:
         raise Unsupported("a predicated barrier", f"line {ins.line}")
+    require_done(state, "a barrier", f"line {ins.line}")
     state.barriers = state.barriers + (ins.line,)
 
 

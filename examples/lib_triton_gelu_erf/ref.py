@@ -1,0 +1,15 @@
+import torch
+import torch.nn.functional as F
+
+
+class Model(torch.nn.Module):
+    def forward(self, x):
+        return F.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(4096, 3072)]
+
+
+def get_init_inputs():
+    return []
