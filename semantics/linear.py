@@ -88,6 +88,8 @@ class Form:
 
 
 def form(coefficients: dict[int, int], constant: int, modulus: int | None = None) -> Form:
+    """The form Σ cᵢ·vᵢ + constant, zero coefficients dropped; with `modulus`, every coefficient and the
+    constant reduced modulo it (the same form modulo `modulus`)."""
     if modulus is not None:
         coefficients = {a: c % modulus for a, c in coefficients.items()}
         constant %= modulus
@@ -252,6 +254,9 @@ class Forms:
         return exact if exact is not None else self.modular_reading(term)
 
     def _read_exact(self, term: z3.BitVecRef) -> Form | None:
+        """E(t) by the module docstring's rules: a rule's form (or the caller's equal one, `through`) where its
+        range lies in [0, 2^w); else M(t) or M(t) centred where that range lies in [0, 2^w) (t ≡ it, both in
+        one window of 2^w integers, so equal); else None."""
         if z3.is_bv_value(term):
             return numeral(term.as_long())
         if not is_arithmetic(term):
@@ -281,6 +286,8 @@ class Forms:
         return self._modular[key]
 
     def _exact_rule(self, kind: int, term: z3.BitVecRef, args: list) -> Form | None:
+        """The integer form the operation computes of its operands' exact forms, before the no-wrap check
+        (`_read_exact` keeps it only where its range lies in [0, 2^w)), or None where no rule applies."""
         if kind in (z3.Z3_OP_BADD, z3.Z3_OP_BOR, z3.Z3_OP_BSUB):
             parts = [self.natural(a) for a in args]
             if None in parts:
@@ -297,9 +304,11 @@ class Forms:
                 return None
             inner = self.natural(others[0]) if others else numeral(1)
             return None if inner is None else inner.scaled(_product(args))
-        if kind == z3.Z3_OP_BSHL:
+        if kind == z3.Z3_OP_BSHL:   # x << s for s ≥ w is 0, which is x·2^w only where x's range is [0, 0]
             inner = self.natural(args[0])
-            return None if inner is None or not z3.is_bv_value(args[1]) else inner.scaled(1 << args[1].as_long())
+            if inner is None or not z3.is_bv_value(args[1]):
+                return None
+            return inner.scaled(1 << min(args[1].as_long(), term.size()))
         if kind == z3.Z3_OP_ZERO_EXT:
             return self.natural(args[0])
         if kind == z3.Z3_OP_SIGN_EXT:
@@ -366,6 +375,8 @@ class Forms:
         return total
 
     def _read_modular(self, term: z3.BitVecRef) -> Form:
+        """A form congruent to t modulo 2^w by the module docstring's modular rules; t itself as an atom where
+        none applies."""
         if not is_arithmetic(term):
             return self.atom(term)
         w, kind, args = term.size(), term.decl().kind(), term.children()
@@ -403,6 +414,7 @@ class Forms:
         return self.atom(term)
 
 def _product(args: list) -> int:
+    """The product of the numeral operands, as an integer (the caller reduces it where it reads modulo 2^w)."""
     k = 1
     for a in args:
         if z3.is_bv_value(a):
