@@ -14,7 +14,8 @@ Definitions, on natural numbers (every bit-vector read unsigned; forms and bound
 
 * A digit range [lo, hi) of a base value B (hi a multiple of lo, or ∞) is the term (B / lo) % (hi / lo), or
   B / lo for hi = ∞. B % d is [1, d), B / d is [d, ∞), for a dividend whose natural form is B's; and if T is
-  [lo, hi), then T / d is [lo·d, hi) and T % d is [lo, lo·d), provided d divides hi / lo (or hi = ∞):
+  [lo, hi), then T / d is [lo·d, hi) and T % d is [lo, lo·d), provided d divides hi / lo (or hi = ∞), and
+  d > 1 for a remainder (T % 1 is 0, no digit range; `exact_divisions` reads it):
   ⌊(⌊B/lo⌋ mod m) / d⌋ = ⌊B/(lo·d)⌋ mod (m/d) and (⌊B/lo⌋ mod m) mod d = ⌊B/lo⌋ mod d, for d | m.
 
 Theorem (exact division). If the dividend t has an exact form f (`semantics.linear`), its quotient and
@@ -128,7 +129,13 @@ def _span(forms: Forms, division: z3.BitVecRef, spans: dict[int, Span | None]) -
 
 
 def _read_span(forms: Forms, division: z3.BitVecRef, spans: dict[int, Span | None]) -> Span | None:
+    """The digit range the module docstring's rules give: a division of a dividend with a natural form N
+    reads [1, ∞) of base N; of a division that is [lo, hi) of B, reads [lo·d, hi) (quotient) or [lo, lo·d)
+    (remainder, d > 1) of B, where d divides hi / lo or hi = ∞. Equal to the division for every value of
+    the atoms: ⌊(⌊B/lo⌋ mod m)/d⌋ = ⌊B/(lo·d)⌋ mod (m/d) and (⌊B/lo⌋ mod m) mod d = ⌊B/lo⌋ mod d, d | m."""
     d, dividend = division.arg(1).as_long(), division.arg(0)
+    if d == 1 and not _is_quotient(division):   # x % 1 = 0: the empty digit range [lo, lo), no digit
+        return None
     if _liftable(dividend):
         outer = _span(forms, dividend, spans)
     else:
@@ -216,6 +223,8 @@ class Rewriter:
         self.forms.atoms.update(atoms)
 
     def rewrite(self, term: z3.ExprRef) -> z3.ExprRef:
+        """A term equal to `term` wherever the digit constraints hold and the atoms lie in this rewriter's
+        intervals (the formula's, narrowed by the guards of the `If` branches it is inside)."""
         key = term.get_id()
         if key not in self.memo:
             self.memo[key] = term, self._rebuilt(term) if is_arithmetic(term) else self._shallow(term)
@@ -226,6 +235,10 @@ class Rewriter:
         return self._shallow(term) if is_arithmetic(term) else self.rewrite(term)
 
     def _shallow(self, term: z3.ExprRef) -> z3.ExprRef:
+        """The term with its arguments rewritten (a quantifier kept whole). For If(g, a, b): g' = g rewritten,
+        then its canonical form (`guards.canonical`, equivalent where the atoms lie in their intervals); a is
+        rewritten under the intervals g' states (`guards.bounds_of`: where a's value matters, g' holds), b
+        as it stands. If(g', a', b') = If(g, a, b) wherever the atoms lie in this rewriter's intervals."""
         if not z3.is_app(term) or z3.is_quantifier(term) or term.num_args() == 0:
             return term
         children = term.children()
@@ -241,6 +254,8 @@ class Rewriter:
         return term if all(a.eq(b) for a, b in zip(children, new, strict=True)) else term.decl()(*new)
 
     def _rebuilt(self, term: z3.BitVecRef) -> z3.BitVecRef:
+        """`build` of t's modular form M(t) (t ≡ M(t) modulo 2^w, so the built w-bit term equals t), or M(t)'s
+        one atom where M(t) is that atom at t's width."""
         f = self.forms.modular(term)
         if not f.constant and len(f.atoms) == 1 and f.atoms[0][1] == 1:
             atom = self.forms.atoms[f.atoms[0][0]]
