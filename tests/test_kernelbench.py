@@ -2,9 +2,10 @@
 
 Every problem folder has its files and a one-line EXPECT; a representative subset (a grid-stride scalar
 input, elementwise with a libm call and constants, a triu mask, a libm idiom whose paths meet a threshold's
-path, a row scanned backwards, an exclusive scan, a 2-D convolution, and buggy twins) is verified here through `lark verify
---json` and must give the verdict its EXPECT names, and a literal one ulp off a reference constant is
-identified with it (axiom float.constant) unless --exact-constants. `bench/kernelbench.py` runs them all.
+path, a row scanned backwards, an exclusive scan, a 2-D convolution, and buggy twins) is verified here
+through `lark verify --json` and must give the verdict its EXPECT names, and a literal one ulp off a
+reference constant is identified with it (axiom float.constant) unless --exact-constants.
+`bench/kernelbench.py` runs them all.
 """
 
 from __future__ import annotations
