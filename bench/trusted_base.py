@@ -70,6 +70,9 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/arg_extrema.py", TRUSTED, "the ArgMax/ArgMin fold constructors and their concrete meaning"),
     ("semantics/terms.py", TRUSTED, "term traversal"),
     ("semantics/purify.py", TRUSTED, "divisions by constants named before solving (equisatisfiable)"),
+    ("semantics/radix.py", TRUSTED, "purify's exact divisions and mixed-radix digits of index values"),
+    ("semantics/linear.py", TRUSTED, "purify's linear forms of index terms (exact and modulo 2^w) and intervals"),
+    ("semantics/guards.py", TRUSTED, "purify's reading of index tests as intervals of one coordinate"),
     ("semantics/", TRUSTED, "support (the bound task and the report, errors, versions, source lines)"),
     ("lean_pool/", TRUSTED, "the checker interface and backends (z3, cvc5), the pool, the lemma cache"),
 ]

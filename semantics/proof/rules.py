@@ -13,6 +13,7 @@ from lean_pool.checker import PROVED, Checker, Obligation
 from semantics import preconditions
 from semantics.axioms import ground_facts
 from semantics.proof.theorem import Refused, Theorem, _mint, rule
+from semantics.purify import purified
 
 
 def negation(claim: z3.BoolRef) -> z3.BoolRef:
@@ -23,10 +24,12 @@ def negation(claim: z3.BoolRef) -> z3.BoolRef:
 
 @rule
 def by_smt(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, prop: str,
-           with_facts: bool = False, witness: dict | None = None) -> Theorem:
+           with_facts: bool = False, witness: dict | None = None, purify: bool = False) -> Theorem:
     """⊢ claim when the checker finds ¬claim unsat; with `with_facts`, ⊢ claim under the axiom instances
     A that `semantics.axioms.ground_facts` gives for ¬claim (the facts of the ideal functions it applies),
-    when ¬claim ∧ A is unsat.
+    when ¬claim ∧ A is unsat. With `purify`, the formula asked is `semantics.purify.purified` of that one:
+    equisatisfiable (its theorem), so unsat of one is unsat of the other, and a model of it is one of the
+    formula.
 
     The obligation's formula is `negation(claim)`, and with facts `z3.And(¬claim, *A)` (even when A is empty:
     the text equivalence obligations have always had). The instances come from the trusted axiom table,
@@ -37,6 +40,8 @@ def by_smt(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, pro
     facts = tuple(ground_facts(negated)) if with_facts else ()
     facts += preconditions.facts(negated)
     formula = z3.And(negated, *facts) if with_facts or facts else negated
+    if purify:
+        formula = purified(formula)
     ob = Obligation(name, prop, formula, witness or {})
     outcome = checker.check(ob, timeout_s)
     if outcome.status != PROVED:

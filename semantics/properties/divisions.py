@@ -67,6 +67,7 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
     return term, steps
 
 
+SPLIT_S = 10.0  # a split proposal is a guess: one the solver does not settle soon is dropped, not waited for
 SAME_S = 10.0   # at most this long for ⊢ h → (a / d = b / d): z3 sees a = b and never builds the divider
 
 
@@ -128,8 +129,9 @@ def _proved(dividend, divisor: int, parts, hypothesis, checker: Checker, timeout
     """⊢ hypothesis → defines(dividend, divisor, *parts), or None."""
     claim = z3.Implies(hypothesis, defines(dividend, divisor, *parts))
     try:
-        theorem = by_smt(claim, checker, timeout_s,
-                         f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence")
+        theorem = by_smt(claim, checker, min(timeout_s, SPLIT_S),
+                         f"equivalence: an index divided by {divisor} splits as quotient and remainder", "equivalence",
+                         purify=True)
     except Refused as refused:
         record(refused.obligation, refused.outcome)
         return None
