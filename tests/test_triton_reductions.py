@@ -18,7 +18,7 @@ LAUNCH = Launch((512, 1, 1), (128, 1, 1))
 
 def _pad(sum_term: z3.ArithRef) -> tuple[z3.ExprRef, list]:
     log = []
-    out = padding.rewrite(sum_term, HYP, Z3Checker(), 30.0, lambda ob, outcome: log.append((ob, outcome)))
+    out, _cuts = padding.rewrite(sum_term, HYP, Z3Checker(), 30.0, lambda ob, outcome: log.append((ob, outcome)))
     return out, log
 
 
