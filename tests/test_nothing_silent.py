@@ -196,6 +196,18 @@ def test_nvcc_gets_only_what_is_left_of_the_timeout(tmp_path: Path, monkeypatch:
         compile_kernel(KernelSpec(source=tmp_path / "k.cu", entry="k"), timeout_s=0.5)
 
 
+def test_a_compile_that_outlives_the_task_timeout_is_unknown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvcc stopped because the task's --timeout ran out is the budget's end (unknown), not bad input (error)."""
+    fake = tmp_path / "bin" / "nvcc"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc 0.2"; else sleep 30; fi\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    result = job.run_verify(write_task(tmp_path / "task", "a", "copy"), 2.0)
+    assert result.verdict == "unknown", result.reason
+    assert "wall-time budget of 2 s exhausted" in result.reason
+
+
 def test_progress_counts_the_obligations_checked() -> None:
     ticks: list[int] = []
     inner = SimpleNamespace(name="fake", check=lambda ob, timeout_s: "proved")
