@@ -203,9 +203,13 @@ def test_a_compile_that_outlives_the_task_timeout_is_unknown(tmp_path: Path, mon
     fake.write_text('#!/bin/sh\nif [ "$1" = "--version" ]; then echo "fake nvcc 0.2"; else sleep 30; fi\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
-    result = job.run_verify(write_task(tmp_path / "task", "a", "copy"), 2.0)
+    manifest = write_task(tmp_path / "task", "a", "copy")
+    (manifest.parent / "kernel.cu").write_text(
+        'extern "C" __global__ void copy_kernel(const float* x, float* y, int n) {}\n')
+    manifest.write_text(manifest.read_text().replace('"kernel.ptx"', '"kernel.cu"'))
+    result = job.run_verify(manifest, 2.0)
     assert result.verdict == "unknown", result.reason
-    assert "wall-time budget of 2 s exhausted" in result.reason
+    assert "wall-time budget of 2 s exhausted (during compile)" in result.reason
 
 
 def test_progress_counts_the_obligations_checked() -> None:
