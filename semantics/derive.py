@@ -265,8 +265,9 @@ class _Run:
     def stated(self, goals: Goals) -> PropertyResult:
         """A result holding, for each goal, the replayed theorem that states one of its forms, if any."""
         result = PropertyResult()
-        for _, forms in goals:
-            result.theorems += [t for f in accepted_forms(forms) if (t := self.known.theorem(f)) is not None]
+        for _, forms in goals:   # the first form a replayed theorem states: later ones are not built
+            theorem = next((t for f in accepted_forms(forms) if (t := self.known.theorem(f)) is not None), None)
+            result.theorems += [] if theorem is None else [theorem]
         return result
 
     def equivalence(self, accesses, opaque, thread, launch, launch_ok, goals: Goals) -> PropertyResult:

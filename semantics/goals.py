@@ -7,19 +7,43 @@ every one. Both `lark verify` and `lark check` decide this way, from goals the t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import z3
 
 from semantics.proof import Theorem
 from semantics.properties.common import NOT_CHECKED, PROVED, UNKNOWN, VIOLATED, PropertyResult
 
-Goals = list[tuple[str, z3.BoolRef | tuple[z3.BoolRef, ...] | None]]   # (what, accepted statement(s))
+
+class Deferred:
+    """A goal's further accepted statement, stated only when first asked for (`accepted_forms`). Some
+    alternatives are large terms (a warp-wide store's race goal substitutes all 32 lanes into the stored
+    value) that a goal almost never needs, because a theorem states its first form: building them up front
+    cost block softmax its whole budget. Stating it later changes nothing: the statement is the same term."""
+
+    def __init__(self, build: Callable[[], z3.BoolRef | None]) -> None:
+        self._build = build
+        self._form: z3.BoolRef | None = None
+        self._built = False
+
+    def form(self) -> z3.BoolRef | None:
+        if not self._built:
+            self._form, self._built = self._build(), True
+        return self._form
 
 
-def accepted_forms(forms: z3.BoolRef | tuple[z3.BoolRef, ...] | None) -> tuple[z3.BoolRef, ...]:
-    """A goal's accepted statements as a tuple (`Goals`: one, several, or None for none)."""
-    return () if forms is None else (forms,) if isinstance(forms, z3.ExprRef) else tuple(forms)
+Form = z3.BoolRef | Deferred
+Goals = list[tuple[str, Form | tuple[Form, ...] | None]]   # (what, accepted statement(s))
+
+
+def accepted_forms(forms: Form | tuple[Form, ...] | None) -> Iterator[z3.BoolRef]:
+    """A goal's accepted statements in order (`Goals`: one, several, or None for none); a `Deferred` one is
+    stated only when the iteration reaches it, and left out where it states nothing."""
+    listed = () if forms is None else (forms,) if isinstance(forms, z3.ExprRef | Deferred) else forms
+    for form in listed:
+        form = form.form() if isinstance(form, Deferred) else form
+        if form is not None:
+            yield form
 
 
 def identity(statement: z3.BoolRef) -> object:
@@ -38,13 +62,12 @@ def standings(result: PropertyResult, goals: Goals, key: Callable[[z3.BoolRef], 
     stated = {key(t.conclusion) for t in result.theorems if not t.hypotheses}
     found = []
     for what, forms in goals:
-        forms = accepted_forms(forms)
-        if any(key(f) in stated for f in forms):
+        if any(key(f) in stated for f in accepted_forms(forms)):
             found.append((what, "stated"))
-        elif any(_rewrites(f, result.rewritten.get(f.get_id())) for f in forms):
+        elif any(_rewrites(f, result.rewritten.get(f.get_id())) for f in accepted_forms(forms)):
             found.append((what, "rewritten"))
         else:
-            found.append((what, "open" if forms else "no form"))
+            found.append((what, "open" if next(accepted_forms(forms), None) is not None else "no form"))
     return found
 
 

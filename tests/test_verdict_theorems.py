@@ -13,6 +13,7 @@ from lean_pool.checker import Z3Checker
 from orchestrator.job import PROVERS
 from orchestrator.pipeline import prepare
 from semantics import verdict
+from semantics.goals import Deferred
 from semantics.proof.rules import assume, by_smt
 from semantics.properties.common import PROVED, UNKNOWN, PropertyResult
 
@@ -51,6 +52,26 @@ def test_a_goal_with_no_accepted_form_is_never_established():
 
 def _verify(name: str):
     return verdict.verify(prepare(EXAMPLES / name / "lark.toml").problem, Z3Checker(), PROVERS)
+
+
+def test_a_deferred_form_is_stated_only_when_the_first_form_is_not():
+    """A goal's `Deferred` alternative (a warp-wide store's race goal: 32 lanes substituted into the stored
+    value) is built only where no theorem states the first form, and then establishes the goal like any form."""
+    built = []
+
+    def wide():
+        built.append(1)
+        return GOAL
+    other = z3.Not(z3.And(x > 2, x < 0))
+    results = _proved(by_smt(other, Z3Checker(), 5.0, "goal", "memory_safety"))
+    verdict.established(results, {"memory_safety": [("the site", (other, Deferred(wide)))]})
+    assert results["memory_safety"].state == PROVED and built == []
+    results = _proved(by_smt(GOAL, Z3Checker(), 5.0, "goal", "memory_safety"))
+    counts = verdict.established(results, {"memory_safety": [("the site", (other, Deferred(wide)))]})
+    assert results["memory_safety"].state == PROVED and counts["memory_safety"]["stated"] == 1 and built == [1]
+    results = _proved(by_smt(GOAL, Z3Checker(), 5.0, "goal", "memory_safety"))
+    verdict.established(results, {"memory_safety": [("the site", (other, Deferred(lambda: None)))]})
+    assert results["memory_safety"].state == UNKNOWN
 
 
 def test_relu_is_verified_with_every_goal_stated_exactly():

@@ -9,11 +9,13 @@ meet there. Two atomics never race with each other; an atomic and a plain access
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import z3
 
 from lean_pool.checker import Obligation
+from semantics.goals import Deferred, Goals
 from semantics.properties import warp_stores
 from semantics.properties.common import (
     goal_of,
@@ -77,11 +79,12 @@ def goals(accesses: list[Access], thread: Thread, launch: Launch,
           shared: set[str]) -> list[tuple[str, tuple[z3.BoolRef, ...]]]:
     """The top goals: per conflicting pair of access sites, no two threads race there. Each goal has two
     accepted statements when a is b (one store site): ¬race, or `warp_wide_goal`: the site's lanes of one warp
-    write one value (`warp_stores.uniform`) and no two threads of different warps race there."""
-    out = []
+    write one value (`warp_stores.uniform`) and no two threads of different warps race there. That second one is
+    `Deferred`: stated only for a goal whose first form no theorem states."""
+    out: Goals = []
     for a, b in conflicting_pairs(accesses):
         plain = obligation(a, b, thread, launch, shared)
-        wide = warp_wide_goal(a, thread, launch, shared) if a is b else None
+        wide = Deferred(functools.partial(warp_wide_goal, a, thread, launch, shared)) if a is b else None
         out.append((plain.name, (goal_of(plain),) if wide is None else (goal_of(plain), wide)))
     return out
 
