@@ -13,6 +13,9 @@ written for Sum (zero tails, coefficients, splitting into parts) must leave Prod
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import z3
 
 INDEX = z3.BitVecSort(64)
@@ -23,6 +26,43 @@ MAX_FROM = z3.Function("MaxFrom", z3.RealSort(), INDEX, INDEX, BODY, z3.RealSort
 MIN_FROM = z3.Function("MinFrom", z3.RealSort(), INDEX, INDEX, BODY, z3.RealSort())
 PROD = z3.Function("Prod", INDEX, INDEX, BODY, z3.RealSort())
 COMPREHENSIONS = (SUM, MAX_FROM, MIN_FROM, PROD)
+
+
+@dataclass(frozen=True)
+class Monoid:
+    """How a comprehension combines its terms: Sum by + (0 when empty), Prod by · (1 when empty), max and min
+    (no neutral element). All are commutative and associative over the reals, which is all the kernel's rules
+    about comprehensions (`semantics.proof.sums`) use."""
+
+    name: str
+    neutral: int | None
+    combine: Callable[[list[z3.ArithRef]], z3.ArithRef]
+
+    def of(self, terms: list[z3.ArithRef]) -> z3.ArithRef:
+        """The terms combined (the neutral element when there are none, the term itself when one: a sum of one
+        argument is no SMT-LIB term cvc5 reads). A max or min of no terms has no value: `ValueError`."""
+        if not terms and self.neutral is None:
+            raise ValueError(f"{self.name} of no terms")
+        return z3.RealVal(self.neutral) if not terms else terms[0] if len(terms) == 1 else self.combine(terms)
+
+
+MONOIDS = {SUM.name(): Monoid("Sum", 0, z3.Sum), PROD.name(): Monoid("Prod", 1, z3.Product)}
+
+
+def _extremum(greater: bool) -> Callable[[list[z3.ArithRef]], z3.ArithRef]:
+    """max (or min) of one or more real terms, as a tree of If(a >= b, a, b) (If(a <= b, a, b))."""
+    def combine(terms: list[z3.ArithRef]) -> z3.ArithRef:
+        out = terms[0]
+        for t in terms[1:]:
+            out = z3.If(out >= t, out, t) if greater else z3.If(out <= t, out, t)
+        return out
+    return combine
+
+
+# MaxFrom(init, lo, hi, f) and MinFrom: max (min) is commutative, associative and idempotent over the reals;
+# they have no neutral element (the init takes its place, and `reindex_lanes` asks that both inits are equal)
+EXTREMA = {MAX_FROM.name(): Monoid("MaxFrom", None, _extremum(True)),
+           MIN_FROM.name(): Monoid("MinFrom", None, _extremum(False))}
 
 
 def sum_over(lo: z3.BitVecRef | int, hi: z3.BitVecRef | int, j: z3.BitVecRef, body: z3.ArithRef) -> z3.ArithRef:

@@ -13,9 +13,9 @@ import z3
 from lean_pool.checker import PROVED, Obligation, Z3Checker
 from semantics.comprehension import SUM, body_at, sum_over
 from semantics.proof.rules import mp
-from semantics.proof.sums import reindex_sum
 from semantics.properties import compose
 from semantics.properties.flat_sums import MIN_DECODED, SumFlattener
+from semantics.properties.matched_sums import reindex_sum
 from semantics.terms import mentions, outside_binders
 
 X = z3.Function("X", z3.BitVecSort(64), z3.RealSort())

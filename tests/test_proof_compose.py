@@ -19,6 +19,7 @@ from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, max_over, min
 from semantics.proof import Refused, rules, sums
 from semantics.proof.indices import defines, divide_by_constant
 from semantics.properties import compose, divisions, prefix_proofs
+from semantics.properties.matched_sums import reindex_sum
 
 CHECK = Z3Checker()
 T = 10.0
@@ -126,9 +127,9 @@ def test_reindex_lanes_of_a_min_is_the_same_with_min():
 
 def test_reindex_sum_refuses_a_shifted_bijection():
     source, target = sum_over(0, n, i, a[i]), sum_over(0, n, j, a[j])
-    assert sums.reindex_sum(source, target, (j, j), (i, i), CHECK, T).states(source == target)
+    assert reindex_sum(source, target, (j, j), (i, i), CHECK, T).states(source == target)
     with pytest.raises(Refused):
-        sums.reindex_sum(source, target, (j, j + 1), (i, i - 1), CHECK, T)
+        reindex_sum(source, target, (j, j + 1), (i, i - 1), CHECK, T)
 
 
 def test_unroll_needs_the_exact_count_and_gives_the_neutral_element_for_none():

@@ -12,6 +12,7 @@ from lean_pool.checker import Z3Checker
 from semantics.axioms import ideal
 from semantics.comprehension import SUM, sum_over
 from semantics.proof import Forged, Refused, Theorem, rules, sums
+from semantics.properties.matched_sums import reindex_sum
 
 CHECK = Z3Checker()
 T = 10.0
@@ -123,7 +124,7 @@ i = z3.BitVec("i", 64)
 def test_reindex_sum_by_a_reversal_of_the_range():
     source = SUM(z3.BitVecVal(0, 64), n, a)
     target = sum_over(0, n, j, a[n - 1 - j])
-    th = sums.reindex_sum(source, target, (j, n - 1 - j), (i, n - 1 - i), CHECK, T)
+    th = reindex_sum(source, target, (j, n - 1 - j), (i, n - 1 - i), CHECK, T)
     assert th.states(source == target)
     assert len(th.evidence) == 4
 
@@ -136,30 +137,30 @@ def test_reindex_sum_refuses_a_swapped_bijection():
     psi = (i, z3.URem(i, 8) * 4 + z3.UDiv(i, 8))   # should be (i mod 4)·8 + i / 4
     target = sum_over(0, 32, j, a[z3.URem(j, 8) * 4 + z3.UDiv(j, 8)])
     with pytest.raises(Refused) as refused:
-        sums.reindex_sum(source, target, phi, psi, CHECK, T)
+        reindex_sum(source, target, phi, psi, CHECK, T)
     assert "onto" in str(refused.value) or "into" in str(refused.value)
     good_psi = (i, z3.URem(i, 4) * 8 + z3.UDiv(i, 4))
-    assert sums.reindex_sum(source, target, phi, good_psi, CHECK, T).states(source == target)
+    assert reindex_sum(source, target, phi, good_psi, CHECK, T).states(source == target)
 
 
 def test_reindex_sum_refuses_a_map_that_is_not_injective_or_a_body_that_does_not_match():
     source = SUM(z3.BitVecVal(0, 64), z3.BitVecVal(4, 64), a)
     twice = sum_over(0, 8, j, a[z3.UDiv(j, 2)])
     with pytest.raises(Refused, match="injective"):
-        sums.reindex_sum(source, twice, (j, z3.UDiv(j, 2)), (i, i * 2), CHECK, T)
+        reindex_sum(source, twice, (j, z3.UDiv(j, 2)), (i, i * 2), CHECK, T)
     shifted = sum_over(0, 4, j, a[j + 1])
     with pytest.raises(Refused, match="into|body"):
-        sums.reindex_sum(source, shifted, (j, j), (i, i), CHECK, T)
+        reindex_sum(source, shifted, (j, j), (i, i), CHECK, T)
 
 
 def test_reindex_sum_under_a_condition():
     m = z3.BitVec("m", 64)
     source = SUM(z3.BitVecVal(0, 64), n, a)
     target = SUM(z3.BitVecVal(0, 64), m, a)
-    th = sums.reindex_sum(source, target, (j, j), (i, i), CHECK, T, under=n == m)
+    th = reindex_sum(source, target, (j, j), (i, i), CHECK, T, under=n == m)
     assert th.states(z3.Implies(n == m, source == target))
     with pytest.raises(Refused):
-        sums.reindex_sum(source, target, (j, j), (i, i), CHECK, T)
+        reindex_sum(source, target, (j, j), (i, i), CHECK, T)
 
 
 def test_split_range_and_its_refusal_of_a_point_outside_the_range():

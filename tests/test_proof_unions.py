@@ -10,7 +10,8 @@ import z3
 from lean_pool.checker import Z3Checker
 from semantics.comprehension import max_over, sum_over
 from semantics.proof import Refused, replay, sums
-from semantics.proof.unions import covers, tiled_union
+from semantics.proof.unions import tiled_union
+from semantics.tiling import covers
 
 CHECK, T = Z3Checker(), 20.0
 x = z3.Function("x", z3.BitVecSort(64), z3.RealSort())
@@ -92,6 +93,32 @@ def test_a_wrong_tiling_is_refused(parts, match):
     members = tuple(thread_sum(t) for t in range(THREADS))
     with pytest.raises(Refused, match=match):
         tiled_union(SUM_REF, z3.Sum(members), parts, (0, N), CHECK, T, TRUE)
+
+
+def test_members_equal_to_the_template_after_simplify_need_no_fold_obligation():
+    """Each thread's Sum is the template at its point up to z3.simplify: no fold obligation is asked. A member
+    written another way (rotated right and back left: the same element) is asked about (and proved)."""
+    members = tuple(thread_sum(t) for t in range(THREADS))
+    names = [ob.name for ob, _ in tiled_union(SUM_REF, z3.Sum(members), (sum_part(),), (0, N), CHECK, T,
+                                              TRUE).evidence]
+    assert not any("fold" in n for n in names) and any("into" in n for n in names)
+    k = z3.BitVec("k", 64)
+    rotated = z3.RotateLeft(z3.RotateRight(THREADS - 1 + THREADS * k, 1), 1)
+    odd = members[:-1] + (sum_over(0, N // THREADS, k, x(rotated)),)
+    th = tiled_union(SUM_REF, z3.Sum(odd), (sum_part(members=odd),), (0, N), CHECK, T, TRUE)
+    assert any("fold" in ob.name for ob, _ in th.evidence)
+
+
+def test_a_lone_member_whose_bounds_are_not_the_parts_is_refused():
+    """A part with no axes whose one member is its template: the member's own bounds must still be the
+    part's [lo_P, hi_P), or Σ_{[0,4)} x = Σ_{[0,8)} x would follow (the fold obligation was once skipped here)."""
+    source, member = sum_over(0, 4, m, x(m)), sum_over(0, 8, j, x(j))
+    part = ((member,), member, (), ((),), j, 0, 4, True, ((0, 1, ()),))
+    with pytest.raises(Refused, match="fold"):
+        tiled_union(source, member, (part,), (0, 4), CHECK, T, TRUE)
+    right = sum_over(0, 4, j, x(j))
+    assert tiled_union(source, right, (((right,), right, (), ((),), j, 0, 4, True, ((0, 1, ()),)),), (0, 4), CHECK,
+                       T, TRUE).states(z3.Implies(TRUE, source == right))
 
 
 def test_a_range_is_what_the_hypothesis_forces():

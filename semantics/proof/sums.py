@@ -12,13 +12,10 @@ condition is an obligation `under ∧ ¬condition` that must be unsat. Side cond
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import z3
 
 from lean_pool.checker import Checker
-from semantics.comprehension import INDEX, MAX_FROM, MIN_FROM, PROD, SUM, body_at
+from semantics.comprehension import EXTREMA, INDEX, MAX_FROM, MIN_FROM, MONOIDS, PROD, SUM, Monoid, body_at
 from semantics.proof.rules import by_smt
 from semantics.proof.theorem import Refused, Theorem, _mint, rule
 from semantics.terms import mentions
@@ -26,42 +23,6 @@ from semantics.terms import mentions
 Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
 Lane = tuple[z3.BitVecRef, z3.ArithRef, z3.BitVecRef]   # (variable j, a term t(j), its index map φ(j))
 Part = tuple[z3.ExprRef, tuple[Lane, ...], tuple[Map, ...]]   # (a comprehension, its lanes, their preimages)
-
-
-@dataclass(frozen=True)
-class Monoid:
-    """How a comprehension combines its terms: Sum by + (0 when empty), Prod by · (1 when empty), max and min
-    (no neutral element). All are commutative and associative over the reals, which is all the rules use."""
-
-    name: str
-    neutral: int | None
-    combine: Callable[[list[z3.ArithRef]], z3.ArithRef]
-
-    def of(self, terms: list[z3.ArithRef]) -> z3.ArithRef:
-        """The terms combined (the neutral element when there are none, the term itself when one: a sum of one
-        argument is no SMT-LIB term cvc5 reads)."""
-        if not terms and self.neutral is None:
-            raise Refused(f"{self.name} of no terms")
-        return z3.RealVal(self.neutral) if not terms else terms[0] if len(terms) == 1 else self.combine(terms)
-
-
-MONOIDS = {SUM.name(): Monoid("Sum", 0, z3.Sum), PROD.name(): Monoid("Prod", 1, z3.Product)}
-
-
-def _extremum(greater: bool) -> Callable[[list[z3.ArithRef]], z3.ArithRef]:
-    """max (or min) of one or more real terms, as a tree of If(a >= b, a, b) (If(a <= b, a, b))."""
-    def combine(terms: list[z3.ArithRef]) -> z3.ArithRef:
-        out = terms[0]
-        for t in terms[1:]:
-            out = z3.If(out >= t, out, t) if greater else z3.If(out <= t, out, t)
-        return out
-    return combine
-
-
-# MaxFrom(init, lo, hi, f) and MinFrom: max (min) is commutative, associative and idempotent over the reals;
-# they have no neutral element (the init takes its place, and `reindex_lanes` asks that both inits are equal)
-EXTREMA = {MAX_FROM.name(): Monoid("MaxFrom", None, _extremum(True)),
-           MIN_FROM.name(): Monoid("MinFrom", None, _extremum(False))}
 
 
 def _comprehension(term: z3.ExprRef, rule: str) -> tuple[Monoid, z3.BitVecRef, z3.BitVecRef, z3.ArrayRef]:
@@ -101,29 +62,8 @@ def _side(name: str, condition: z3.BoolRef, under: z3.BoolRef, checker: Checker,
 
 
 @rule
-def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, checker: Checker, timeout_s: float,
-                under: z3.BoolRef | None = None) -> Theorem:
-    """⊢ under → Σ_{i∈[lo,hi)} f(i) = Σ_{j∈[lo',hi')} g(j), for source = Sum(lo, hi, f) and
-    target = Sum(lo', hi', g), given (each under `under`, each an obligation):
-
-    * into:      j ∈ [lo',hi') → φ(j) ∈ [lo,hi)
-    * injective: j, k ∈ [lo',hi') ∧ φ(j) = φ(k) → j = k
-    * onto:      i ∈ [lo,hi) → ψ(i) ∈ [lo',hi') ∧ φ(ψ(i)) = i   (ψ names a preimage)
-    * body:      j ∈ [lo',hi') → g(j) = f(φ(j))
-
-    Then φ is a bijection [lo',hi') → [lo,hi) with g = f∘φ on it, and finite sums of reals do not depend on
-    the order of their terms. φ and ψ are hints (untrusted); only the obligations decide. (`reindex_lanes`
-    with one lane, the whole body; its obligation that the body is the sum of the lanes is then skipped.)"""
-    _comprehension(target, "reindex_sum")
-    var = phi[0]
-    lane = (var, body_at(target.arg(2), var), phi[1])
-    return reindex_lanes(source, target, (lane,), (psi,), checker, timeout_s, under, "reindex_sum")
-
-
-@rule
 def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...], psis: tuple[Map, ...],
-                  checker: Checker, timeout_s: float, under: z3.BoolRef | None = None,
-                  rule: str = "reindex_lanes") -> Theorem:
+                  checker: Checker, timeout_s: float, under: z3.BoolRef | None = None) -> Theorem:
     """⊢ under → Σ_{i∈[lo,hi)} f(i) = Σ_{j∈[lo',hi')} g(j), for source = Sum(lo, hi, f), target =
     Sum(lo', hi', g) and c ≥ 1 lanes (t_l, φ_l) (an unrolled loop: each iteration j adds c terms t_l(j)),
     given (each under `under`, each an obligation):
@@ -145,12 +85,12 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
     repetition: injectivity is asked all the same). An empty [lo',hi') makes [lo,hi) empty by onto: both
     sides are then their equal inits."""
     under = z3.BoolVal(True) if under is None else under
-    op, init, lo, hi, f = _reduction(source, rule)
-    op2, init2, lo2, hi2, g = _reduction(target, rule)
+    op, init, lo, hi, f = _reduction(source, "reindex_lanes")
+    op2, init2, lo2, hi2, g = _reduction(target, "reindex_lanes")
     if not source.decl().eq(target.decl()):
-        raise Refused(f"{rule}: a {op.name} and a {op2.name}")
+        raise Refused(f"reindex_lanes: a {op.name} and a {op2.name}")
     if not lanes or len(lanes) != len(psis):
-        raise Refused(f"{rule}: {len(lanes)} lanes and {len(psis)} preimages ψ")
+        raise Refused(f"reindex_lanes: {len(lanes)} lanes and {len(psis)} preimages ψ")
     phis = [(var, phi) for var, _, phi in lanes]
     j, k, i = (z3.FreshConst(INDEX, n) for n in ("j", "k", "i"))
     at_j, at_k = [_apply(p, j) for p in phis], [_apply(p, k) for p in phis]
@@ -174,8 +114,8 @@ def reindex_lanes(source: z3.ExprRef, target: z3.ExprRef, lanes: tuple[Lane, ...
                    for n, (t, at) in enumerate(zip(terms, at_j, strict=True))}
     if init is not None:
         conditions["init"] = init == init2
-    sides = [_side(f"{rule}: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
-    return _mint(_conditional(under, source == target), rule, tuple(sides))
+    sides = [_side(f"reindex_lanes: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
+    return _mint(_conditional(under, source == target), "reindex_lanes", tuple(sides))
 
 
 @rule
@@ -235,9 +175,9 @@ def reindex_union(source: z3.ExprRef, parts: tuple[Part, ...], checker: Checker,
 def reindex_by(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, body: Theorem, v: z3.BitVecRef,
                checker: Checker, timeout_s: float, under: z3.BoolRef) -> Theorem:
     """Γ ⊢ under → C(lo, hi, f) = C(lo', hi', g), for source = C(lo, hi, f) and target = C(lo', hi', g) of one
-    kind (Sum or Prod), given the obligations into, injective and onto of `reindex_sum` and, in place of its
-    body obligation, the premise Γ ⊢ ¬((under ∧ lo' ≤ v ∧ v < hi') ∧ g(v) ≠ f(φ(v))) about a free symbol v
-    that occurs nowhere else (not in under, the comprehensions, φ's image of anything but v, or Γ).
+    kind (Sum or Prod), given the obligations into, injective and onto of `reindex_lanes` with one lane and, in
+    place of its body obligation, the premise Γ ⊢ ¬((under ∧ lo' ≤ v ∧ v < hi') ∧ g(v) ≠ f(φ(v))) about a free
+    symbol v that occurs nowhere else (not in under, the comprehensions, φ's image of anything but v, or Γ).
 
     A free symbol is universally quantified, so the premise is ∀v. under ∧ v ∈ [lo',hi') → g(v) = f(φ(v)),
     which is under → body (under does not mention v): the body condition, proved by a theorem instead of one

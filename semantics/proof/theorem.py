@@ -142,8 +142,8 @@ RULES: dict[str, Callable[..., Theorem]] = {}   # rule name -> the rule (as `@ru
 
 def rule(fn: Callable[..., Theorem]) -> Callable[..., Theorem]:
     """Declare a kernel rule: register it under its name for `replay`, and record on the theorem it returns
-    the `Step` of the call (unless a rule it called recorded one already: a rule that is another rule with one
-    input fixed, like `reindex_sum`, leaves the inner step, which replays to the same theorem)."""
+    the `Step` of the call (unless the theorem has one already: a rule that returned another rule's theorem
+    leaves that rule's step, which replays to the same theorem)."""
     signature = inspect.signature(fn)
     name = fn.__name__
     if name in RULES:

@@ -12,7 +12,6 @@ elements; the range is not enumerated (residue classes modulo the strides' commo
 from __future__ import annotations
 
 import itertools
-import math
 
 import z3
 
@@ -20,8 +19,8 @@ from lean_pool.checker import Checker
 from semantics.comprehension import INDEX, MAX_FROM, MIN_FROM, SUM, body_at
 from semantics.proof.rules import by_smt
 from semantics.proof.theorem import Refused, Theorem, _mint, rule
+from semantics.tiling import covers
 
-MAX_PERIOD = 1 << 16     # the strides' common multiple the tiling check accepts
 MAX_POINTS = 1 << 14     # points of a part's box (threads × lanes of a block)
 
 # (start, stride, slopes): a lane's image start + stride·(j - lo) + Σ slopeₖ·τₖ; None: the lane's every element
@@ -64,41 +63,6 @@ def _lanes(body: z3.ExprRef, is_sum: bool, greater: bool) -> list[z3.ExprRef]:
     return [u for u in lanes if not (is_sum and z3.is_rational_value(u) and u.as_fraction() == 0)]
 
 
-def covers(progressions: list[tuple[int, int, int]], lo: int, hi: int, exact: bool) -> bool:
-    """Whether the progressions (start, stride, count) cover [lo, hi), each index once if `exact`, and lie in it.
-    By residue classes modulo the strides' common multiple: each progression is a few runs per class."""
-    if any(n > 0 and not (lo <= a and a + (s * (n - 1) if n > 1 else 0) < hi) for a, s, n in progressions):
-        return False
-    period = 1
-    for _, stride, count in progressions:
-        if count > 1:
-            if stride <= 0:
-                return False
-            period = period * stride // math.gcd(period, stride)
-            if period > MAX_PERIOD:
-                return False
-    runs: dict[int, list[tuple[int, int]]] = {}
-    for start, stride, count in progressions:
-        step = stride if count > 1 else period
-        for k in range(period // step if count > 1 else 1):
-            first = start + k * step
-            n = (count - k + (period // step) - 1) // (period // step) if count > 1 else 1
-            if count > 0 and n > 0:
-                runs.setdefault(first % period, []).append(((first - first % period) // period, n))
-    for residue in range(period):
-        first_m = lo + ((residue - lo) % period)
-        if first_m >= hi:
-            continue
-        reach, end = (first_m - residue) // period, (hi - 1 - residue) // period + 1
-        for begin, n in sorted(runs.get(residue, [])):
-            if begin > reach or (exact and begin < reach):
-                return False
-            reach = max(reach, begin + n)
-        if reach < end:
-            return False
-    return True
-
-
 @rule
 def tiled_union(source: z3.ExprRef, kernel: z3.ExprRef, parts: tuple[Part, ...], bounds: tuple[int, int],
                 checker: Checker, timeout_s: float, under: z3.BoolRef) -> Theorem:
@@ -113,7 +77,8 @@ def tiled_union(source: z3.ExprRef, kernel: z3.ExprRef, parts: tuple[Part, ...],
 
     * range:  lo = L and hi = H;
     * fold:   every member m_k is P(p_k): a comprehension member has bounds lo_P, hi_P and body P(p_k)'s body at j
-              (a plain member, P(p_k) itself; a part with no axes has the one member P);
+              (a plain member, P(p_k) itself; a part with no axes has the one member P); a member whose sides are
+              structurally equal after z3.simplify (which rewrites a term to an equal one) needs no obligation;
     * into:   for τ ∈ B, j ∈ [lo_P, hi_P): each lane ℓ of P(τ)'s body at j (the body's summands, or the leaves of
               its max tree; the whole body unsplit) is f(φ_ℓ(τ, j)) for φ_ℓ = start + stride·(j - lo_P) +
               Σ slopeₖ·τₖ, or, where its image is None, v₀;
@@ -161,15 +126,15 @@ def tiled_union(source: z3.ExprRef, kernel: z3.ExprRef, parts: tuple[Part, ...],
         if len(lanes) != len(images):
             raise Refused(f"tiled_union: part {n} has {len(lanes)} lanes and {len(images)} images")
         at = [[(v, z3.BitVecVal(u, 64)) for v, u in zip(vars_, point, strict=True)] for point in points]
-        if comprehension:
-            differ = [z3.Or(m.arg(m.num_args() - 3) != p_lo, m.arg(m.num_args() - 2) != p_hi,
-                            body_at(m.arg(m.num_args() - 1), j) != z3.substitute(body, *pairs))
-                      if z3.is_app(m) and m.decl().eq(decl) else z3.BoolVal(True)
-                      for m, pairs in zip(ms, at, strict=True)]
-        else:
-            differ = [m != z3.substitute(template, *pairs) if pairs else m != template
-                      for m, pairs in zip(ms, at, strict=True)]
-        if not (len(ms) == 1 and not axes and ms[0].eq(template)):
+        if comprehension and not all(z3.is_app(m) and m.decl().eq(decl) for m in ms):
+            raise Refused(f"tiled_union: a member of part {n} is not a {decl.name()}")
+        bv = [z3.BitVecVal(b, 64) for b in (p_lo, p_hi)]
+        sides = [((m.arg(m.num_args() - 3), bv[0]), (m.arg(m.num_args() - 2), bv[1]),
+                  (body_at(m.arg(m.num_args() - 1), j), z3.substitute(body, *pairs))) if comprehension
+                 else ((m, z3.substitute(template, *pairs)),) for m, pairs in zip(ms, at, strict=True)]
+        differ = [z3.Or([a != b for a, b in eqs]) for eqs in sides
+                  if not all(a.eq(b) or z3.simplify(a).eq(z3.simplify(b)) for a, b in eqs)]
+        if differ:
             conditions[f"fold {n}"] = z3.Not(z3.Or(differ))
         inside = z3.And(*[z3.ULT(v, c) for v, c in axes], z3.ULE(p_lo, j), z3.ULT(j, p_hi))
         wrong = []

@@ -115,6 +115,19 @@ def shaped_thread(values: dict, suffix: str = "") -> dict:
     return shaped
 
 
+def sites(accesses: list) -> dict[int, str]:
+    """A name per access (or shared read), by `id`: `line{L}@{phase}`, and `#k` for the k-th (k ≥ 1) of several
+    at one line and phase (one instruction on several paths). A hint key built from it names one access site:
+    an unrolled loop (a tree reduction's levels) has one PTX line per instruction but a phase per level, and
+    levels sharing a key would replay one level's hint for another (`lark check`)."""
+    seen: dict[tuple[int, int], int] = {}
+    names = {}
+    for a in accesses:
+        k = seen[(a.line, a.phase)] = seen.get((a.line, a.phase), -1) + 1
+        names[id(a)] = f"line{a.line}@{a.phase}" + (f"#{k}" if k else "")
+    return names
+
+
 def input_reads(formula: z3.ExprRef) -> dict[str, z3.ExprRef]:
     """Witness terms for every read of a global buffer's initial contents in `formula` (an application of a
     buffer's contents function, `Buffer.contents`): its index and its value, so a model can say which inputs

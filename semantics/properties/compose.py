@@ -3,7 +3,7 @@ theorem about the lane's own comparison, its top goal.
 
 The tactics (the division rewrite, the padding cutter, the prefix peel, the matcher, ...) rewrite the two sides
 of a lane's comparison ¬(h ∧ kernel ≠ reference) one step at a time. A step that comes with an equation
-⊢ h → new = old (made by kernel rules: `divide_by_constant`, `reindex_sum`, ...) is undone by the kernel's
+⊢ h → new = old (made by kernel rules: `divide_by_constant`, `reindex_lanes`, ...) is undone by the kernel's
 `substitute_under`: from ¬(h ∧ P(new)) it concludes ¬(h ∧ P(old)), checking that the sides before the step,
 with old put back to new, are exactly the sides after it. A step that named a comprehension by a fresh symbol
 s (proved equal on both sides) is undone by `instantiate` (s := the kernel's comprehension, the claim holding

@@ -11,7 +11,7 @@ g(a, b) on the nest's range:
                             = Σ_{a ∈ [lo, lo+n₁)} Σ_{b ∈ [0, n₂)} g(a, b)                  (`sums.reindex_by`)
 
 the second by congruence over the outer index: at a fresh a, the inner Sums agree term by term
-(`sums.reindex_sum` with the identity, whose body obligation is h((a - lo)·n₂ + b) = g(a, b)). Two choices
+(`matched_sums.reindex_sum` with the identity, whose body obligation is h((a - lo)·n₂ + b) = g(a, b)). Two choices
 of h, both exact: where the dims are adjacent (g reads a and b only through the flat position, which
 simplification shows), h(m) = g(lo, m), a plain index; elsewhere (a batch norm's N and H·W, with C between
 them), h(m) = g(lo + m / n₂, m % n₂), the position decoded as a kernel decodes its flat loop index. A nest
@@ -33,8 +33,9 @@ from lean_pool.checker import Checker
 from semantics.comprehension import SUM, body_at, sum_over
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import conj, mp
-from semantics.proof.sums import regroup, reindex_by, reindex_sum
+from semantics.proof.sums import regroup, reindex_by
 from semantics.properties import compose
+from semantics.properties.matched_sums import reindex_sum
 from semantics.properties.nested_sums import closed_sums, loop_nest
 from semantics.terms import mentions, outside_binders
 

@@ -1,4 +1,4 @@
-"""A pair of Sums the matcher proved equal, as a kernel theorem: `reindex_sum` by the matcher's reindexing φ and a
+"""A pair of Sums the matcher proved equal, as a kernel theorem: `reindex_lanes` by the matcher's reindexing φ and a
 preimage ψ, so the lane that named the pair by a symbol can be closed through kernel rules (`compose.close`).
 
 The matcher proves its pairs by obligations of its own (every kernel term is a reference element, inside the
@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from semantics.comprehension import MAX_FROM, MIN_FROM, SUM
+from lean_pool.checker import Checker
+from semantics.comprehension import MAX_FROM, MIN_FROM, PROD, SUM, body_at
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import mp, sym
 from semantics.proof.sums import reindex_lanes, reindex_union
@@ -29,6 +30,19 @@ if TYPE_CHECKING:
 # the comprehensions `equation` restates, with the kind of the matcher's family for each
 PAIRED = {SUM: "sum", MAX_FROM: "max", MIN_FROM: "min"}
 COMPOSE_TIMEOUT_S = 10.0   # each side condition of the restatement: the pair is proved already, this is extra
+Map = tuple[z3.BitVecRef, z3.BitVecRef]   # (variable, term in it): an index map j ↦ term
+
+
+def reindex_sum(source: z3.ExprRef, target: z3.ExprRef, phi: Map, psi: Map, checker: Checker, timeout_s: float,
+                under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → source = target for two Sums (or two Prods) by the bijection φ from the target's range onto the
+    source's, ψ its proposed preimage: the kernel's `reindex_lanes` with one lane, the target's whole body
+    (whose lanes obligation the rule then skips), so the theorem is made and recorded by that rule."""
+    if not (z3.is_app(target) and target.decl() in (SUM, PROD)):
+        raise Refused(f"reindex_sum: {target} is not a Sum or a Prod")
+    var = phi[0]
+    return reindex_lanes(source, target, ((var, body_at(target.arg(2), var), phi[1]),), (psi,), checker, timeout_s,
+                         under)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from semantics.properties.common import (
     PropertyResult,
     mentions_opaque,
     shaped_thread,
+    sites,
     thread_witness,
 )
 from semantics.properties.races import OTHER, second_thread
@@ -61,7 +62,9 @@ def check(accesses: list[Access], thread: Thread, launch: Launch, shared_symbols
     (`semantics.properties.loop_shared`, its "happens" obligation); they are not checked again."""
     result = PropertyResult()
     stores = [a for a in accesses if a.space == "shared" and a.kind == "store"]
-    loads = [a for a in accesses if a.space == "shared" and a.kind == "load" and a.line not in proved_lines]
+    all_loads = [a for a in accesses if a.space == "shared" and a.kind == "load"]
+    loads = [a for a in all_loads if a.line not in proved_lines]
+    names = sites(stores) | sites(all_loads)   # hint keys unique per load and store site
     if not loads:
         return result
     if any(a.phase_term is not None for a in loads + stores):
@@ -75,7 +78,7 @@ def check(accesses: list[Access], thread: Thread, launch: Launch, shared_symbols
         if any(s.loops for s in candidates):
             result.downgrade(UNKNOWN, f"the shared read at line {load.line} may read a value written in a loop")
             continue
-        keys = [f"shared_init:line{load.line}:from{s.line}" for s in candidates]
+        keys = [f"shared_init:{names[id(load)]}:from{names[id(s)]}" for s in candidates]
         proposed: dict = {}
         writers = [w for s, key in zip(candidates, keys, strict=True)
                    if (w := _hinted_writer(s, load, thread, launch.block, propose, key, proposed)) is not None]

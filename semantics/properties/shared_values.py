@@ -27,6 +27,7 @@ import z3
 from lean_pool.checker import PROVED, Checker, Obligation
 from semantics.canonical import Normalizer
 from semantics.properties import warp_stores
+from semantics.properties.common import sites
 from semantics.properties.races import OTHER, second_thread
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access, KernelContext, SharedRead
@@ -65,6 +66,8 @@ class Resolver:
         self.propose, self.checker, self.timeout_s, self.record, self.accepted = (propose, checker, timeout_s,
                                                                                   record, accepted)
         self._resolved_stores: dict[int, Access] = {}
+        stores = [a for a in ctx.accesses if a.space == "shared" and a.kind == "store"]
+        self._sites = sites(stores) | sites(ctx.shared_reads)   # hint keys unique per read and store site
         # Lane symmetry comes from butterfly exchanges between lanes: without any warp exchange there is none
         # to find, and looking for it (flipping each bit of tid.x in every reduction) costs minutes.
         bits = (launch.block[0] - 1).bit_length() if ctx.warp_uniform else 0
@@ -99,8 +102,8 @@ class Resolver:
         if any(len(lines) > 1 for lines in lines_per_phase.values()):
             return self._opaque(read, "two store instructions of one barrier interval may write it")
         chain = []
-        for n, store in enumerate(candidates):
-            writes = self._writer(read, self._resolved_store(store, pairs), reader_guard, reader_offset, n)
+        for store in candidates:
+            writes = self._writer(read, store, self._resolved_store(store, pairs), reader_guard, reader_offset)
             if writes is None:
                 return self._opaque(read, "its writer could not be determined")
             chain.append(writes)
@@ -122,15 +125,16 @@ class Resolver:
             self._resolved_stores[key] = _resolved(store, pairs, self.normal)
         return self._resolved_stores[key]
 
-    def _writer(self, read: SharedRead, store: Access, reader_guard, reader_offset, n: int):
-        """(the store's writer wrote the element, the value it wrote), both in the reader's terms."""
+    def _writer(self, read: SharedRead, site: Access, store: Access, reader_guard, reader_offset):
+        """(the store's writer wrote the element, the value it wrote), both in the reader's terms; `site` is the
+        store as recorded (its hint key's name), `store` with its own shared reads resolved."""
         if store.loops or len(store.values) != 1 or store.elem_bytes != read.elem_bytes:
             return None
         if store.values[0].sort() != read.symbol.sort():   # a float stored, integer bits read (or back)
             return None
         tids = list(self.thread.tid)
         shift = read.elem_bytes.bit_length() - 1
-        key = f"shared_value:line{read.line}:from{store.line}:{n}"
+        key = f"shared_value:{self._sites[id(read)]}:from{self._sites[id(site)]}"
         hint = self.propose(key, z3.LShR(store.offset, shift), tids, z3.LShR(reader_offset, shift))
         if hint is None:
             return None
