@@ -109,10 +109,11 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.
 def _absorbed(lane: int, span: int, upper: list[int]) -> bool:
     """Whether an unrolled store's lane offset (`y[base + (16·k + j)·HW]`, the j-th of 16 stores of a channel
     loop: lane j·HW) falls in the gap between the low digit L mod min lo (weight k, spanning k·min lo) and
-    every digit above it. The digits are then decoded from e itself, the low one from e mod span, so each
-    unrolled store proposes the same divisions of e (one quotient and remainder per divisor in the coverage
-    obligation instead of sixteen), and the writer is exact for the store whose lane is e's."""
-    return 0 < lane and lane % span == 0 and all(lane + span <= w for w in upper)
+    every digit above it (lane 0 too, when there is such a gap). The digits are then decoded from e itself, the
+    low one from e mod span, so each unrolled store proposes the same divisions of e (one quotient and remainder
+    per divisor in the coverage obligation instead of sixteen), and the writer is exact for the store whose
+    lane is e's."""
+    return bool(upper) and span < min(upper) and 0 <= lane and lane % span == 0 and all(lane + span <= w for w in upper)
 
 
 def _wide(term: z3.BitVecRef) -> z3.BitVecRef:
