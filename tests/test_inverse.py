@@ -3,7 +3,7 @@
 import pytest
 import z3
 
-from orchestrator.provers.inverse import propose
+from orchestrator.provers.inverse import propose, split
 from semantics.ptx.machine import simplify
 from semantics.terms import subterms
 
@@ -118,3 +118,48 @@ def test_an_index_with_a_selection_is_read_without_crashing():
     rewritten = _shifts_as_divisions(index)
     assert not z3.eq(rewritten, index)          # the shift became a division
     assert z3.is_app_of(rewritten, z3.Z3_OP_ITE)
+
+
+K = z3.BitVec("k", 64)
+
+
+def _unrolled_channel_store(lane: int) -> z3.BitVecRef:
+    """The lane-th of nvcc's 16 unrolled stores of KernelBench 36's channel loop: y[... + (16·k + lane)·HW]."""
+    return simplify(_rms_index(0) + (16 * K + lane) * 2 ** 18)
+
+
+@pytest.mark.parametrize("lane", [0, 1, 9, 15])
+def test_an_unrolled_channel_store_decodes(lane):
+    _decodes(_unrolled_channel_store(lane), [BX, TX, K], [(0, 0, 0), (1023, 255, 3), (458751, 17, 2)])
+
+
+def test_unrolled_channel_stores_propose_one_writer():
+    """The lane offset j·HW lies between the low digit (p mod HW) and the digits above it: every store decodes
+    the same divisions of e, so the coverage obligation holds one writer, not sixteen (it timed out with them)."""
+    hints = [propose("t", _unrolled_channel_store(lane), [BX, TX, K], E) for lane in range(16)]
+    assert all(h is not None for h in hints)
+    assert all(z3.eq(h[name], hints[0][name]) for h in hints for name in hints[0])
+
+
+def test_an_offset_that_is_no_multiple_of_the_low_span_is_still_subtracted():
+    """A lane offset inside the low digit's span (here HW / 2) cannot be absorbed: the hint subtracts it."""
+    _decodes(simplify(_rms_index(0) + 16 * 2 ** 18 * K + 2 ** 17), [BX, TX, K], [(0, 0, 0), (511, 255, 3)])
+
+
+def test_a_split_takes_a_runtime_product_as_one_term():
+    """(b·x·C + c)·HW + hw with b·x no affine term (a product of two values): it is one opaque term of the
+    quotient, and the split is exact."""
+    b, x, c, hw = (z3.BitVec(n, 64) for n in ("b", "x", "c", "hw"))
+    dividend = (b * x * 64 + c) * 2 ** 18 + hw
+    parts = split("t", dividend, 2 ** 18)
+    assert parts is not None
+    quotient, remainder = parts
+    assert z3.eq(simplify(remainder), simplify(hw))
+    solver = z3.Solver()
+    solver.add(z3.Or(quotient != c + 64 * b * x, dividend != quotient * 2 ** 18 + remainder))
+    assert solver.check() == z3.unsat
+
+
+def test_a_split_of_nothing_affine_proposes_nothing():
+    b, x = z3.BitVec("b", 64), z3.BitVec("x", 64)
+    assert split("t", b * x, 2 ** 18) is None

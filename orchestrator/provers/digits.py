@@ -82,9 +82,13 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.
     weights = {n: k * places[n] + on_digits.get(n, 0) for n in places} | {"low": k} | extra
     if any(w <= 0 for w in weights.values()):
         return None
-    # index = k·(L + c₀) + Σ digits + extra + (const - k·c₀), and L + c₀ is the mixed radix of the digits
-    rest, linear, decoded = e - (const - k * offset), z3.BitVecVal(-offset, 64), {}
+    # index = k·(L + c₀) + Σ digits + extra + lane, lane = const - k·c₀, and L + c₀ is the mixed radix of the digits
+    lane, span = const - k * offset, k * min(places.values())
+    absorbed = _absorbed(lane, span, [w for n, w in weights.items() if n != "low"])
+    rest, linear, decoded = e if absorbed else e - lane, z3.BitVecVal(-offset, 64), {}
     for name, w in sorted(weights.items(), key=lambda item: -item[1]):
+        if absorbed and name == "low":
+            rest = z3.URem(rest, span)
         value = z3.UDiv(rest, w)
         rest = z3.URem(rest, w)
         if name in extra:
@@ -100,6 +104,16 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.
         if str(v) in decoded:
             found[str(v)] = simplify(z3.Extract(v.size() - 1, 0, decoded[str(v)]) if v.size() < 64 else decoded[str(v)])
     return found
+
+
+def _absorbed(lane: int, span: int, upper: list[int]) -> bool:
+    """Whether an unrolled store's lane offset (`y[base + (16·k + j)·HW]`, the j-th of 16 stores of a channel
+    loop: lane j·HW) falls in the gap between the low digit L mod min lo (weight k, spanning k·min lo) and
+    every digit above it (lane 0 too, when there is such a gap). The digits are then decoded from e itself, the
+    low one from e mod span, so each unrolled store proposes the same divisions of e (one quotient and remainder
+    per divisor in the coverage obligation instead of sixteen), and the writer is exact for the store whose
+    lane is e's."""
+    return bool(upper) and span < min(upper) and 0 <= lane and lane % span == 0 and all(lane + span <= w for w in upper)
 
 
 def _wide(term: z3.BitVecRef) -> z3.BitVecRef:

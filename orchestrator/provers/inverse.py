@@ -144,11 +144,13 @@ def _shift_right(form: Linear | None, bits: int) -> Linear | None:
 
 
 def split(key: str, dividend: z3.BitVecRef, divisor: int) -> tuple[z3.BitVecRef, z3.BitVecRef] | None:
-    """dividend as divisor·A + B: A gathers the affine terms whose coefficients the divisor divides."""
-    form = linearize(simplify(dividend))
-    if form is None:
-        return None
-    atoms, const = form
+    """dividend as divisor·A + B: A gathers the affine terms whose coefficients the divisor divides. A part
+    that is not affine (a product of two values, a value read from memory) is one opaque term, so
+    `(b·C + c)·HW + hw` with a runtime-derived b still splits by HW; the checker proves the split or drops it."""
+    atoms, const = _opaque_linearize(simplify(dividend))
+    opaque = [term for name, (term, _) in atoms.items() if name.startswith("opaque!")]
+    if atoms and len(opaque) == len(atoms) or any(z3.is_var(t) for o in opaque for t in subterms(o)):
+        return None   # nothing affine to take apart, or a comprehension's bound variable (no name outside it)
     quotient = z3.BitVecVal(const // divisor, 64)
     remainder = z3.BitVecVal(const % divisor, 64)
     for _, (term, c) in atoms.items():
@@ -158,6 +160,27 @@ def split(key: str, dividend: z3.BitVecRef, divisor: int) -> tuple[z3.BitVecRef,
         else:
             remainder = remainder + wide * c
     return simplify(quotient), simplify(remainder)
+
+
+def _opaque_linearize(term: z3.ExprRef) -> Linear:
+    """`linearize`, with every part it cannot read (below sums and products by constants) an atom of its own."""
+    form = linearize(term)
+    if form is not None:
+        return form
+    if z3.is_app_of(term, z3.Z3_OP_BADD):
+        total: Linear = ({}, 0)
+        for part in term.children():
+            total = _add(total, _opaque_linearize(part))
+        return total
+    if z3.is_app_of(term, z3.Z3_OP_BMUL):
+        consts = [a for a in term.children() if z3.is_bv_value(a)]
+        others = [a for a in term.children() if not z3.is_bv_value(a)]
+        if len(others) == 1:
+            factor = 1
+            for c in consts:
+                factor *= _signed(c.as_long(), c.size())
+            return _scale(_opaque_linearize(others[0]), factor)
+    return {f"opaque!{term.get_id()}": (term, 1)}, 0
 
 
 def _as64(term: z3.BitVecRef) -> z3.BitVecRef:
