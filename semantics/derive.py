@@ -267,7 +267,8 @@ class _Run:
         result = PropertyResult()
         for _, forms in goals:   # the first form a replayed theorem states: later ones are not built
             theorem = next((t for f in accepted_forms(forms) if (t := self.known.theorem(f)) is not None), None)
-            result.theorems += [] if theorem is None else [theorem]
+            if theorem is not None:
+                result.theorems.append(theorem)
         return result
 
     def equivalence(self, accesses, opaque, thread, launch, launch_ok, goals: Goals) -> PropertyResult:

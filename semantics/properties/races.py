@@ -76,7 +76,7 @@ def obligation(a: Access, b: Access, thread: Thread, launch: Launch, shared: set
 
 
 def goals(accesses: list[Access], thread: Thread, launch: Launch,
-          shared: set[str]) -> list[tuple[str, tuple[z3.BoolRef, ...]]]:
+          shared: set[str]) -> Goals:
     """The top goals: per conflicting pair of access sites, no two threads race there. Each goal has two
     accepted statements when a is b (one store site): ¬race, or `warp_wide_goal`: the site's lanes of one warp
     write one value (`warp_stores.uniform`) and no two threads of different warps race there. That second one is
