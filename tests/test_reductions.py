@@ -114,6 +114,9 @@ def test_progression_tiling_arithmetic():
     mixed = [(0, 1, 1), (1, 1, 1), *[(2 + i, 4, 2) for i in range(4)]]
     assert _tiles(mixed, (0, 10), exact=True) is True
     assert _tiles(mixed, (0, 11), exact=False) is False
+    # undecided, not refuted: a non-positive stride, or more residue classes than the walk takes
+    assert _tiles([(0, 0, 4)], (0, 16), exact=False) is None
+    assert _tiles([(0, 65537, 2), (1, 65539, 2)], (0, 1 << 40), exact=False) is None
 
 
 # A block reduction through shared memory: s[0] ends as a tree over one leaf per thread, each leaf the

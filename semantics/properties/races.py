@@ -89,11 +89,24 @@ def goals(accesses: list[Access], thread: Thread, launch: Launch,
     return out
 
 
+_BUILT: dict[tuple, tuple] = {}   # (ids of site, thread, launch; shared) -> (the objects, the obligations)
+_BUILT_MAX = 64
+
+
 def warp_wide_obligations(a: Access, thread: Thread, launch: Launch, shared: set[str]) -> list[Obligation] | None:
     """For one store site: the obligations that its lanes of one warp write one value (`warp_stores`), then the
-    race between threads of different warps; None where the site cannot be a warp-wide write."""
+    race between threads of different warps; None where the site cannot be a warp-wide write. Built once per
+    site: the race search proves them, and the Deferred goal of `goals` states them again for the same site.
+    The memo holds the objects its key names, so no id is reused while its entry lives."""
+    key = (id(a), id(thread), id(launch), frozenset(shared))
+    if key in _BUILT:
+        return _BUILT[key][1]
     uniform = warp_stores.obligations(a, thread, OTHER, launch, shared)
-    return None if uniform is None else [*uniform, obligation(a, a, thread, launch, shared, warp_wide=True)]
+    built = None if uniform is None else [*uniform, obligation(a, a, thread, launch, shared, warp_wide=True)]
+    if len(_BUILT) >= _BUILT_MAX:
+        _BUILT.pop(next(iter(_BUILT)))
+    _BUILT[key] = ((a, thread, launch), built)
+    return built
 
 
 def warp_wide_goal(a: Access, thread: Thread, launch: Launch, shared: set[str]) -> z3.BoolRef | None:
