@@ -71,7 +71,10 @@ def _pairings(source: z3.ExprRef, target: z3.ExprRef, target_var: z3.BitVecRef) 
 
 
 EXAMPLE_MS = 2000      # one example's query
-EXAMPLE_AT = 3         # the value each of the thread's symbols takes in the examples (0 is too often an edge)
+# The values each of the thread's symbols takes in an example, tried in turn: 0 is too often an edge, and at
+# 3 (block 3, thread 3 of a flat grid) a 2-D window's taps above the first row read outside the input, where
+# no reference index reads the same element.
+EXAMPLE_AT = (3, 1001, 100003)
 
 
 def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.ExprRef,
@@ -85,21 +88,30 @@ def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.
         return
     by_decl = {str(t.decl()): t for t in theirs}
     same = [by_decl[str(t.decl())].arg(0) == t.arg(0) for t in mine]
-    fixed = [c == z3.BitVecVal(EXAMPLE_AT, c.size()) for c in constants(z3.And(*same))
-             if z3.is_bv(c) and not c.eq(target_var) and (source_var is None or not c.eq(source_var))]
-    ms = []
-    for j in (0, 1) if source_var is not None else (0,):
-        at = [] if source_var is None else [source_var == j]
-        m = _unique(z3.And(*same, *fixed, *at, z3.ULT(target_var, 1 << 32)), target_var)
-        if m is None:
-            return
-        ms.append(m)
+    ms = next(filter(None, (_examples(same, source_var, target_var, at) for at in EXAMPLE_AT)), None)
+    if ms is None:
+        return
     if source_var is None:
         yield z3.BitVecVal(ms[0], target_var.size())
         return
     j = source_var if source_var.size() >= target_var.size() else \
         z3.ZeroExt(target_var.size() - source_var.size(), source_var)
     yield simplify(ms[0] + (ms[1] - ms[0]) * j)
+
+
+def _examples(same: list[z3.BoolRef], source_var: z3.BitVecRef | None, target_var: z3.BitVecRef,
+              at: int) -> list[int] | None:
+    """The unique m at j = 0 and j = 1 (or at the one point, without a j) with the other symbols at `at`."""
+    fixed = [c == z3.BitVecVal(at, c.size()) for c in constants(z3.And(*same))
+             if z3.is_bv(c) and not c.eq(target_var) and (source_var is None or not c.eq(source_var))]
+    ms = []
+    for j in (0, 1) if source_var is not None else (0,):
+        point = [] if source_var is None else [source_var == j]
+        m = _unique(z3.And(*same, *fixed, *point, z3.ULT(target_var, 1 << 32)), target_var)
+        if m is None:
+            return None
+        ms.append(m)
+    return ms
 
 
 def _unique(formula: z3.BoolRef, var: z3.BitVecRef) -> int | None:

@@ -29,7 +29,9 @@ from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, SUM
 from semantics.proof import Refused, Theorem
 from semantics.proof.sums import unroll
+from semantics.properties import guarded_trees
 from semantics.properties.compose import Step, by_atoms
+from semantics.properties.guarded_trees import atoms as _atoms
 from semantics.properties.unions import summands
 from semantics.terms import outside_binders, reaching, subterms
 
@@ -82,7 +84,7 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
             timeout_s: float, record) -> tuple[z3.ExprRef, z3.ExprRef, list[Step]]:
     """The pair with the kernel's conditional accumulations as guarded summands and, when the kernel then
     reads no comprehension, the reference's small constant-range Sums unrolled; with the steps that undo it."""
-    steps = []
+    kernel, steps = guarded_trees.rewrite(kernel, reference, hypothesis, checker, timeout_s, record)
     pulled, equation = _pulled(kernel, hypothesis, checker, timeout_s, record)
     if equation is None:   # no conditional accumulation: not a padded window, the matcher's case
         return kernel, reference, steps
@@ -138,22 +140,3 @@ def _pulled(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_
         return term, None
     record(*theorem.evidence[0])
     return new, theorem
-
-
-ARITHMETIC = (z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_ITE, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_DIV)
-
-
-def _atoms(sides: list[z3.ExprRef]) -> list[z3.ExprRef]:
-    """Each If's condition in `sides` and each real leaf (an input read, a value the arithmetic does not look
-    into): read as atoms, the pull equation is an identity of + and If whatever the guards and reads are, so
-    its obligation is propositional and linear instead of bit-blasting every guard and index (tens of seconds
-    for a 3-D window's 27 taps)."""
-    atoms: dict[int, z3.ExprRef] = {}
-    for side in sides:
-        for t in subterms(side):
-            if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t) and not z3.is_true(t.arg(0)):
-                atoms.setdefault(t.arg(0).get_id(), t.arg(0))
-            elif z3.is_real(t) and not z3.is_rational_value(t) and not (z3.is_app(t) and t.decl().kind() in
-                                                                        ARITHMETIC):
-                atoms.setdefault(t.get_id(), t)
-    return list(atoms.values())

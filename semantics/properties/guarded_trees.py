@@ -1,0 +1,213 @@
+"""A loop body's tree of guarded partial sums, written as one guarded summand per term.
+
+A 2-D or 3-D window unrolled inside a channel loop tests its taps in a tree: nvcc hoists the row test out of
+the column taps and merges it with the last column's test, so one iteration adds
+
+    If(row ∧ col₂, g₀ + g₁ + t₂, If(row, g₀ + g₁, 0))        (gₖ = If(colₖ, tₖ, 0))
+
+where the reference adds If(row ∧ colₖ, tₖ, 0) for each tap. No summand of the kernel's body is a tap, so
+the matcher cannot pair the loop's terms with the reference's. Each real If over sums is distributed here,
+
+    If(c, a₁ + … + aₙ, b₁ + … + bₘ) = If(c, a₁, 0) + … + If(c, aₙ, 0) + If(¬c, b₁, 0) + … + If(¬c, bₘ, 0),
+
+nested guards conjoined, and the summands of one term joined into If(g₁ ∨ g₂ ∨ …, t, 0) (the paths of an
+If are disjoint, which the proof below checks, as it checks everything). The body's new form is proved equal
+to the old at every index of the loop (`by_atoms`: guards and terms read as atoms, an identity of + and If),
+and the kernel's `reindex_by` with the identity map gives ⊢ h → Sum(new) = Sum(old): a `Step` that
+`compose.close` undoes. Untrusted: a wrong form is refused by the rules and the lane keeps its own term.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import z3
+
+from lean_pool.checker import Checker
+from semantics.comprehension import SUM, body_at
+from semantics.proof import Refused
+from semantics.proof.sums import reindex_by
+from semantics.properties.compose import Step, by_atoms
+from semantics.terms import outside_binders, subterms
+
+ZERO = z3.RealVal(0)
+MAX_LITERALS = 8     # comparisons of one joined guard its truth table is read over
+MAX_SUMMANDS = 512    # guarded paths of one body before joining (a 3-D window of 27 taps stays far below)
+
+Paths = list[tuple[z3.BoolRef, z3.ExprRef]]
+
+
+def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker,
+            timeout_s: float, record) -> tuple[z3.ExprRef, list[Step]]:
+    """The kernel with each closed Sum whose body is a tree of guarded partial sums in the guarded-summand
+    form, and the steps that undo it (none where nothing changed or a proof was refused)."""
+    steps = []
+    for total in outside_binders(kernel, (SUM,)):
+        if not z3.is_quantifier(total.arg(2)):
+            continue
+        index = z3.FreshConst(z3.BitVecSort(64), "tree")
+        old = body_at(total.arg(2), index)
+        new = flattened(old)
+        if new is None:
+            continue
+        flat = SUM(total.arg(0), total.arg(1), z3.Lambda([index], new))
+        equation = _equation(flat, total, index, hypothesis, checker, timeout_s, record)
+        if equation is None:
+            continue
+        steps.append(Step(kernel, reference, equation))
+        kernel = z3.substitute(kernel, (total, flat))
+    return kernel, steps
+
+
+def flattened(body: z3.ExprRef) -> z3.ExprRef | None:
+    """`body` as a sum of If(g, t, 0), one per term t, when it holds a real If with a sum in a branch; else
+    None (a body the matcher reads as it is)."""
+    if not z3.is_real(body) or not any(_branches_a_sum(t) for t in _subterms(body)):
+        return None
+    paths = _paths(body, {})
+    if paths is None:
+        return None
+    joined: dict[int, tuple[z3.ExprRef, list[z3.BoolRef]]] = {}
+    for guard, term in paths:
+        joined.setdefault(term.get_id(), (term, []))[1].append(guard)
+    summands = []
+    for term, guards in joined.values():
+        guard = _tidy(guards[0] if len(guards) == 1 else z3.Or(*guards))
+        summands.append(term if z3.is_true(guard) else z3.If(guard, term, ZERO))
+    return ZERO if not summands else summands[0] if len(summands) == 1 else z3.Sum(*summands)
+
+
+def _paths(term: z3.ExprRef, memo: dict[int, Paths | None]) -> Paths | None:
+    """The (guard, term) pairs whose guarded sum is `term`: + concatenates, If conjoins its condition (or its
+    negation) onto each branch's pairs, zero has none; None beyond MAX_SUMMANDS."""
+    key = term.get_id()
+    if key in memo:
+        return memo[key]
+    if z3.is_add(term):
+        parts = [_paths(c, memo) for c in term.children()]
+        out = None if any(p is None for p in parts) else [pair for p in parts for pair in p]
+    elif z3.is_app_of(term, z3.Z3_OP_ITE):
+        cond, then, other = term.children()
+        a, b = _paths(then, memo), _paths(other, memo)
+        out = None if a is None or b is None else \
+            [(_and(cond, g), t) for g, t in a] + [(_and(z3.Not(cond), g), t) for g, t in b]
+    elif z3.is_rational_value(term) and term.as_fraction() == 0:
+        out = []
+    else:
+        out = [(z3.BoolVal(True), term)]
+    if out is not None and len(out) > MAX_SUMMANDS:
+        out = None
+    memo[key] = out
+    return out
+
+
+def _tidy(guard: z3.BoolRef) -> z3.BoolRef:
+    """The conjunction of literals `guard` is, when it is one (read off its truth table over its comparisons,
+    at most MAX_LITERALS of them), else `guard`: nvcc's merged tests `Or(¬row, row ∧ ¬col₂)` leave paths whose
+    union is just row ∧ col, the reference's guard, and the matcher pairs guards by their form."""
+    leaves = _literals(guard)
+    if not leaves or len(leaves) > MAX_LITERALS:
+        return guard
+    rows = []
+    for values in itertools.product((False, True), repeat=len(leaves)):
+        pairs = [(leaf, z3.BoolVal(v)) for leaf, v in zip(leaves, values, strict=True)]
+        if z3.is_true(z3.simplify(z3.substitute(guard, *pairs))):
+            rows.append(values)
+    if not rows:
+        return z3.BoolVal(False)
+    fixed = [k for k in range(len(leaves)) if all(r[k] == rows[0][k] for r in rows)]
+    if len(rows) != 1 << (len(leaves) - len(fixed)):
+        return guard      # not a conjunction of literals: kept as it is
+    return z3.And(*(leaves[k] if rows[0][k] else z3.Not(leaves[k]) for k in fixed)) if fixed else z3.BoolVal(True)
+
+
+def _split(found: list[z3.ExprRef]) -> list[z3.ExprRef]:
+    """The atoms with each If condition replaced by its comparisons (`_literals`): the joined guards are
+    tidied over those, so the identity holds of them, not of the conditions as wholes."""
+    out: dict[int, z3.ExprRef] = {}
+    for t in found:
+        for leaf in (_literals(t) if z3.is_bool(t) else [t]):
+            out.setdefault(leaf.get_id(), leaf)
+    return list(out.values())
+
+
+def _literals(guard: z3.BoolRef) -> list[z3.BoolRef]:
+    """The comparisons that And, Or and Not combine in `guard`, in order of first appearance."""
+    out, seen, todo = [], set(), [guard]
+    while todo:
+        t = todo.pop(0)
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        if z3.is_and(t) or z3.is_or(t) or z3.is_not(t):
+            todo.extend(t.children())
+        elif not (z3.is_true(t) or z3.is_false(t)):
+            out.append(t)
+    return out
+
+
+def _and(cond: z3.BoolRef, guard: z3.BoolRef) -> z3.BoolRef:
+    return cond if z3.is_true(guard) else z3.And(cond, guard)
+
+
+def _branches_a_sum(term: z3.ExprRef) -> bool:
+    return z3.is_app_of(term, z3.Z3_OP_ITE) and z3.is_real(term) and \
+        any(z3.is_add(branch) for branch in term.children()[1:])
+
+
+def _subterms(term: z3.ExprRef) -> list[z3.ExprRef]:
+    """The subterms of `term` that + and If reach (the tree's own nodes, not the inside of a tap)."""
+    out, seen, todo = [], set(), [term]
+    while todo:
+        t = todo.pop()
+        if t.get_id() in seen:
+            continue
+        seen.add(t.get_id())
+        out.append(t)
+        if z3.is_add(t):
+            todo.extend(t.children())
+        elif z3.is_app_of(t, z3.Z3_OP_ITE):
+            todo.extend(t.children()[1:])
+    return out
+
+
+def _equation(flat: z3.ExprRef, total: z3.ExprRef, index: z3.BitVecRef, hypothesis: z3.BoolRef,
+              checker: Checker, timeout_s: float, record):
+    """⊢ h → flat = total by `reindex_by` with the identity map, its premise (the bodies agree at `index`) by
+    `by_atoms` over the comparisons in the old body's If conditions and its terms (the new guards are built
+    of them); None, the refusal recorded, when not proved."""
+    inside = z3.And(hypothesis, z3.ULE(total.arg(0), index), z3.ULT(index, total.arg(1)))
+    old, new = body_at(total.arg(2), index), body_at(flat.arg(2), index)
+    premise = z3.Not(z3.And(inside, old != new))
+    var, m = z3.FreshConst(z3.BitVecSort(64), "phi"), z3.FreshConst(z3.BitVecSort(64), "psi")
+    try:
+        body = by_atoms(premise, [inside, *_split(atoms([old]))], checker, timeout_s,
+                        "equivalence: a loop body's tree of guarded sums is a sum of guarded terms")
+        record(*body.evidence[0])
+        equation = reindex_by(flat, total, (var, var), (m, m), body, index, checker, timeout_s, hypothesis)
+    except Refused as refused:
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
+        return None
+    for ob, outcome in equation.evidence[len(body.evidence):]:
+        record(ob, outcome)
+    return equation
+
+
+ARITHMETIC = (z3.Z3_OP_ADD, z3.Z3_OP_MUL, z3.Z3_OP_ITE, z3.Z3_OP_SUB, z3.Z3_OP_UMINUS, z3.Z3_OP_DIV)
+
+
+def atoms(sides: list[z3.ExprRef]) -> list[z3.ExprRef]:
+    """Each If's condition in `sides` and each real leaf (an input read, a value the arithmetic does not look
+    into): read as atoms, the pull equation is an identity of + and If whatever the guards and reads are, so
+    its obligation is propositional and linear instead of bit-blasting every guard and index (tens of seconds
+    for a 3-D window's 27 taps)."""
+    atoms: dict[int, z3.ExprRef] = {}
+    for side in sides:
+        for t in subterms(side):
+            if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t) and not z3.is_true(t.arg(0)):
+                atoms.setdefault(t.arg(0).get_id(), t.arg(0))
+            elif z3.is_real(t) and not z3.is_rational_value(t) and not (z3.is_app(t) and t.decl().kind() in
+                                                                        ARITHMETIC):
+                atoms.setdefault(t.get_id(), t)
+    return list(atoms.values())
