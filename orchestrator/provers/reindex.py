@@ -88,7 +88,8 @@ def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.
         return
     by_decl = {str(t.decl()): t for t in theirs}
     same = [by_decl[str(t.decl())].arg(0) == t.arg(0) for t in mine]
-    ms = next(filter(None, (_examples(same, source_var, target_var, at) for at in EXAMPLE_AT)), None)
+    points = [_guard_point(source, source_var, same), *EXAMPLE_AT]
+    ms = next(filter(None, (_examples(same, source_var, target_var, at) for at in points if at is not None)), None)
     if ms is None:
         return
     if source_var is None:
@@ -99,10 +100,26 @@ def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.
     yield simplify(ms[0] + (ms[1] - ms[0]) * j)
 
 
+def _guard_point(source: z3.ExprRef, source_var: z3.BitVecRef | None, same: list[z3.BoolRef]) -> dict | None:
+    """Values of the thread's symbols at which the source term If(g, t, 0) reads (g holds at j = 0): a strided
+    window's tap is inside the input only where its position divides, rarely at a fixed point."""
+    if not (z3.is_app_of(source, z3.Z3_OP_ITE) and z3.is_rational_value(source.arg(2))):
+        return None
+    solver = z3.Solver()
+    solver.set("timeout", EXAMPLE_MS)
+    solver.add(source.arg(0), *([] if source_var is None else [source_var == 0]))
+    if solver.check() != z3.sat:
+        return None
+    model = solver.model()
+    return {c.get_id(): model.eval(c, model_completion=True) for c in constants(z3.And(*same)) if z3.is_bv(c)}
+
+
 def _examples(same: list[z3.BoolRef], source_var: z3.BitVecRef | None, target_var: z3.BitVecRef,
-              at: int) -> list[int] | None:
-    """The unique m at j = 0 and j = 1 (or at the one point, without a j) with the other symbols at `at`."""
-    fixed = [c == z3.BitVecVal(at, c.size()) for c in constants(z3.And(*same))
+              at: int | dict) -> list[int] | None:
+    """The unique m at j = 0 and j = 1 (or at the one point, without a j) with the other symbols at `at`: one
+    value for all, or each symbol's own (`_guard_point`)."""
+    fixed = [c == (at[c.get_id()] if isinstance(at, dict) else z3.BitVecVal(at, c.size()))
+             for c in constants(z3.And(*same))
              if z3.is_bv(c) and not c.eq(target_var) and (source_var is None or not c.eq(source_var))]
     ms = []
     for j in (0, 1) if source_var is not None else (0,):
