@@ -174,14 +174,17 @@ def _subterms(term: z3.ExprRef) -> list[z3.ExprRef]:
 def _equation(flat: z3.ExprRef, total: z3.ExprRef, index: z3.BitVecRef, hypothesis: z3.BoolRef,
               checker: Checker, timeout_s: float, record):
     """⊢ h → flat = total by `reindex_by` with the identity map, its premise (the bodies agree at `index`) by
-    `by_atoms` over the comparisons in the old body's If conditions and its terms (the new guards are built
-    of them); None, the refusal recorded, when not proved."""
+    `by_atoms` over the comparisons in the old body's If conditions and its taps, each tap (a product of reads)
+    one atom, so the identity is linear; the new guards are built of those comparisons. None, the refusal
+    recorded, when not proved."""
     inside = z3.And(hypothesis, z3.ULE(total.arg(0), index), z3.ULT(index, total.arg(1)))
     old, new = body_at(total.arg(2), index), body_at(flat.arg(2), index)
     premise = z3.Not(z3.And(inside, old != new))
     var, m = z3.FreshConst(z3.BitVecSort(64), "phi"), z3.FreshConst(z3.BitVecSort(64), "psi")
     try:
-        body = by_atoms(premise, [inside, *_split(atoms([old]))], checker, timeout_s,
+        taps = {t.get_id(): t for _, t in _paths(old, {}) or []}
+        conditions = [a for a in atoms([old]) if z3.is_bool(a)]
+        body = by_atoms(premise, [inside, *_split(conditions), *taps.values()], checker, timeout_s,
                         "equivalence: a loop body's tree of guarded sums is a sum of guarded terms")
         record(*body.evidence[0])
         equation = reindex_by(flat, total, (var, var), (m, m), body, index, checker, timeout_s, hypothesis)
