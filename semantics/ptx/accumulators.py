@@ -76,13 +76,22 @@ def _product_step(header: z3.ArithRef, next_value: z3.ArithRef) -> z3.ArithRef |
     return step if solver.check() == z3.unsat else None
 
 
-def _sum_step(header: z3.ArithRef, value: z3.ArithRef) -> z3.ArithRef | None:
+def _sum_step(header: z3.ArithRef, value: z3.ArithRef, memo: dict | None = None) -> z3.ArithRef | None:
     """T with value = header + T and T free of header: the simplified difference, or else T found through
     the term's structure, each case an identity of reals:
     * a selection If(c, a, b) with c free of header (a guarded step, `if (in range) acc += ...` joined with
       the path that skips it): If(c, T_a, T_b), since If(c, header + T_a, header + T_b) = header + If(c, T_a, T_b);
       when a = b + w, T_b + If(c, w, 0), so that guarded steps in a row stay separate terms;
-    * a sum u + v₁ + … with only u mentioning header (guarded steps in a row): T_u + v₁ + …"""
+    * a sum u + v₁ + … with only u mentioning header (guarded steps in a row): T_u + v₁ + …
+    Each subterm's T is found once (`memo`): an unrolled 3-D window's tree shares its partial sums between
+    branches, and walking it as a tree takes time exponential in its taps."""
+    memo = {} if memo is None else memo
+    if value.get_id() not in memo:
+        memo[value.get_id()] = _sum_step_once(header, value, memo)
+    return memo[value.get_id()]
+
+
+def _sum_step_once(header: z3.ArithRef, value: z3.ArithRef, memo: dict) -> z3.ArithRef | None:
     step = simplify(value - header)
     if not mentions(step, header):
         return step
@@ -90,14 +99,14 @@ def _sum_step(header: z3.ArithRef, value: z3.ArithRef) -> z3.ArithRef | None:
         cond, then, other = value.children()
         for grown, kept, taken in ((then, other, cond), (other, then, z3.Not(cond))):
             if z3.is_add(grown) and any(c.eq(kept) for c in grown.children()):   # If(c, u + w, u) = u + If(c, w, 0)
-                base = _sum_step(header, kept)
+                base = _sum_step(header, kept, memo)
                 return None if base is None else base + z3.If(taken, z3.Sum(*_without(grown.children(), kept)), 0)
-        then, other = _sum_step(header, then), _sum_step(header, other)
+        then, other = _sum_step(header, then, memo), _sum_step(header, other, memo)
         return None if then is None or other is None else z3.If(cond, then, other)
     if z3.is_add(value):
         holding = [c for c in value.children() if mentions(c, header)]
         if len(holding) == 1:
-            inner = _sum_step(header, holding[0])
+            inner = _sum_step(header, holding[0], memo)
             rest = _without(value.children(), holding[0])
             return None if inner is None else z3.Sum(inner, *rest)
     return None
