@@ -222,3 +222,20 @@ def test_a_counter_through_a_wider_register_and_back_is_an_induction_variable():
     k = store.loops[0][1]
     inside = z3.And(ctx.thread.in_launch(LAUNCH), z3.ULT(k, 32))
     assert _holds(z3.Implies(inside, store.offset == 4 * (z3.ZeroExt(32, ctx.thread.tid[0]) + 32 * k)))
+
+
+def test_a_step_whose_partial_sums_are_shared_by_both_branches_is_found_once_per_subterm(monkeypatch):
+    """If(c_k, v + a_k, v + b_k) over the same v, 12 levels deep: walked as a tree that is 2^12 visits; each
+    subterm's step is found once."""
+    from semantics.ptx import accumulators
+
+    calls = []
+    once = accumulators._sum_step_once
+    monkeypatch.setattr(accumulators, "_sum_step_once", lambda *args: calls.append(1) or once(*args))
+    header = z3.Real("acc")
+    value = header
+    for k in range(12):
+        value = z3.If(z3.Bool(f"c{k}"), value + z3.Real(f"a{k}"), value + z3.Real(f"b{k}"))
+    found = accumulators.classify(header, value)
+    assert found is not None and found.kind == "sum"
+    assert len(calls) <= 4 * 12 + 2
