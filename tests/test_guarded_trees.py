@@ -66,12 +66,11 @@ def test_the_rewrite_comes_with_a_kernel_theorem_that_closes_the_lane():
 
 def test_a_wrong_flattening_is_refused(monkeypatch):
     """A tactic that drops a tap (a wrong rewrite) gets no step: its premise is refuted."""
-    real = guarded_trees.flattened
+    real = guarded_trees._joined
 
-    def dropping(body):
-        out = real(body)
-        return None if out is None else z3.Sum(*out.children()[1:])
-    monkeypatch.setattr(guarded_trees, "flattened", dropping)
+    def dropping(paths):
+        return z3.Sum(*real(paths).children()[1:])
+    monkeypatch.setattr(guarded_trees, "_joined", dropping)
     kernel = SUM(z3.BitVecVal(0, 64), z3.BitVecVal(64, 64), z3.Lambda([J], _tree(J)))
     new, steps = guarded_trees.rewrite(kernel, z3.Real("r"), HYP, Z3Checker(), 30.0, lambda *a: None)
     assert steps == [] and new.eq(kernel)

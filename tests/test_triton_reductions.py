@@ -79,10 +79,13 @@ def test_divergent_store_is_not_one_write():
 
 def test_a_sites_warp_wide_obligations_are_built_once():
     """The race search proves them and the Deferred goal states them: one build (32 lanes substituted) serves
-    both, and the same site with another shared set is built anew."""
+    both; the same site with another shared set, or rewritten in place since, is built anew."""
     from semantics.properties.races import warp_wide_obligations
 
     site = _store(_lane_sum(THREAD.tid[0]))
     first = warp_wide_obligations(site, THREAD, LAUNCH, set())
     assert first is not None and warp_wide_obligations(site, THREAD, LAUNCH, set()) is first
     assert warp_wide_obligations(site, THREAD, LAUNCH, {"smem"}) is not first
+    site.values = (_lane_sum(THREAD.tid[0]) + 1,)      # a later pass rewrote the site in place: built anew
+    again = warp_wide_obligations(site, THREAD, LAUNCH, set())
+    assert again is not None and again is not first

@@ -88,8 +88,12 @@ def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.
         return
     by_decl = {str(t.decl()): t for t in theirs}
     same = [by_decl[str(t.decl())].arg(0) == t.arg(0) for t in mine]
-    points = [_guard_point(source, source_var, same), *EXAMPLE_AT]
-    ms = next(filter(None, (_examples(same, source_var, target_var, at) for at in points if at is not None)), None)
+    symbols = [c for c in constants(z3.And(*same))
+               if z3.is_bv(c) and not c.eq(target_var) and (source_var is None or not c.eq(source_var))]
+    points = [_guard_point(source, source_var, symbols),
+              *([c == z3.BitVecVal(at, c.size()) for c in symbols] for at in EXAMPLE_AT)]
+    ms = next(filter(None, (_examples(same, fixed, source_var, target_var) for fixed in points if fixed is not None)),
+              None)
     if ms is None:
         return
     if source_var is None:
@@ -100,9 +104,11 @@ def _by_example(source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.
     yield simplify(ms[0] + (ms[1] - ms[0]) * j)
 
 
-def _guard_point(source: z3.ExprRef, source_var: z3.BitVecRef | None, same: list[z3.BoolRef]) -> dict | None:
-    """Values of the thread's symbols at which the source term If(g, t, 0) reads (g holds at j = 0): a strided
-    window's tap is inside the input only where its position divides, rarely at a fixed point."""
+def _guard_point(source: z3.ExprRef, source_var: z3.BitVecRef | None,
+                 symbols: list[z3.BitVecRef]) -> list[z3.BoolRef] | None:
+    """The thread's symbols fixed where the source term If(g, t, 0) reads (g holds at j = 0): a strided window's
+    tap is inside the input only where its position divides, rarely at a fixed point. None: no guard, or none
+    found."""
     if not (z3.is_app_of(source, z3.Z3_OP_ITE) and z3.is_rational_value(source.arg(2))):
         return None
     solver = z3.Solver()
@@ -111,16 +117,12 @@ def _guard_point(source: z3.ExprRef, source_var: z3.BitVecRef | None, same: list
     if solver.check() != z3.sat:
         return None
     model = solver.model()
-    return {c.get_id(): model.eval(c, model_completion=True) for c in constants(z3.And(*same)) if z3.is_bv(c)}
+    return [c == model.eval(c, model_completion=True) for c in symbols]
 
 
-def _examples(same: list[z3.BoolRef], source_var: z3.BitVecRef | None, target_var: z3.BitVecRef,
-              at: int | dict) -> list[int] | None:
-    """The unique m at j = 0 and j = 1 (or at the one point, without a j) with the other symbols at `at`: one
-    value for all, or each symbol's own (`_guard_point`)."""
-    fixed = [c == (at[c.get_id()] if isinstance(at, dict) else z3.BitVecVal(at, c.size()))
-             for c in constants(z3.And(*same))
-             if z3.is_bv(c) and not c.eq(target_var) and (source_var is None or not c.eq(source_var))]
+def _examples(same: list[z3.BoolRef], fixed: list[z3.BoolRef], source_var: z3.BitVecRef | None,
+              target_var: z3.BitVecRef) -> list[int] | None:
+    """The unique m at j = 0 and j = 1 (or at the one point, without a j) with the other symbols `fixed`."""
     ms = []
     for j in (0, 1) if source_var is not None else (0,):
         point = [] if source_var is None else [source_var == j]

@@ -46,12 +46,11 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
         if not z3.is_quantifier(total.arg(2)):
             continue
         index = z3.FreshConst(z3.BitVecSort(64), "tree")
-        old = body_at(total.arg(2), index)
-        new = flattened(old)
-        if new is None:
+        paths = _tree_paths(body_at(total.arg(2), index))
+        if paths is None:
             continue
-        flat = SUM(total.arg(0), total.arg(1), z3.Lambda([index], new))
-        equation = _equation(flat, total, index, hypothesis, checker, timeout_s, record)
+        flat = SUM(total.arg(0), total.arg(1), z3.Lambda([index], _joined(paths)))
+        equation = _equation(flat, total, index, [t for _, t in paths], hypothesis, checker, timeout_s, record)
         if equation is None:
             continue
         steps.append(Step(kernel, reference, equation))
@@ -62,11 +61,19 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
 def flattened(body: z3.ExprRef) -> z3.ExprRef | None:
     """`body` as a sum of If(g, t, 0), one per term t, when it holds a real If with a sum in a branch; else
     None (a body the matcher reads as it is)."""
+    paths = _tree_paths(body)
+    return None if paths is None else _joined(paths)
+
+
+def _tree_paths(body: z3.ExprRef) -> Paths | None:
+    """The body's (guard, term) paths when it holds a real If with a sum in a branch, else None."""
     if not z3.is_real(body) or not any(_branches_a_sum(t) for t in _subterms(body)):
         return None
-    paths = _paths(body, {})
-    if paths is None:
-        return None
+    return _paths(body, {})
+
+
+def _joined(paths: Paths) -> z3.ExprRef:
+    """One If(g, t, 0) per term t, its paths' guards joined and tidied."""
     joined: dict[int, tuple[z3.ExprRef, list[z3.BoolRef]]] = {}
     for guard, term in paths:
         joined.setdefault(term.get_id(), (term, []))[1].append(guard)
@@ -121,12 +128,12 @@ def _tidy(guard: z3.BoolRef) -> z3.BoolRef:
     return z3.And(*(leaves[k] if rows[0][k] else z3.Not(leaves[k]) for k in fixed)) if fixed else z3.BoolVal(True)
 
 
-def _split(found: list[z3.ExprRef]) -> list[z3.ExprRef]:
-    """The atoms with each If condition replaced by its comparisons (`_literals`): the joined guards are
-    tidied over those, so the identity holds of them, not of the conditions as wholes."""
-    out: dict[int, z3.ExprRef] = {}
-    for t in found:
-        for leaf in (_literals(t) if z3.is_bool(t) else [t]):
+def _comparisons(conditions: list[z3.BoolRef]) -> list[z3.BoolRef]:
+    """The distinct comparisons (`_literals`) of the If conditions: the joined guards are tidied over those, so
+    the identity holds of them, not of the conditions as wholes."""
+    out: dict[int, z3.BoolRef] = {}
+    for condition in conditions:
+        for leaf in _literals(condition):
             out.setdefault(leaf.get_id(), leaf)
     return list(out.values())
 
@@ -171,8 +178,8 @@ def _subterms(term: z3.ExprRef) -> list[z3.ExprRef]:
     return out
 
 
-def _equation(flat: z3.ExprRef, total: z3.ExprRef, index: z3.BitVecRef, hypothesis: z3.BoolRef,
-              checker: Checker, timeout_s: float, record):
+def _equation(flat: z3.ExprRef, total: z3.ExprRef, index: z3.BitVecRef, taps: list[z3.ExprRef],
+              hypothesis: z3.BoolRef, checker: Checker, timeout_s: float, record):
     """⊢ h → flat = total by `reindex_by` with the identity map, its premise (the bodies agree at `index`) by
     `by_atoms` over the comparisons in the old body's If conditions and its taps, each tap (a product of reads)
     one atom, so the identity is linear; the new guards are built of those comparisons. None, the refusal
@@ -182,9 +189,9 @@ def _equation(flat: z3.ExprRef, total: z3.ExprRef, index: z3.BitVecRef, hypothes
     premise = z3.Not(z3.And(inside, old != new))
     var, m = z3.FreshConst(z3.BitVecSort(64), "phi"), z3.FreshConst(z3.BitVecSort(64), "psi")
     try:
-        taps = {t.get_id(): t for _, t in _paths(old, {}) or []}
         conditions = [a for a in atoms([old]) if z3.is_bool(a)]
-        body = by_atoms(premise, [inside, *_split(conditions), *taps.values()], checker, timeout_s,
+        distinct = {t.get_id(): t for t in taps}
+        body = by_atoms(premise, [inside, *_comparisons(conditions), *distinct.values()], checker, timeout_s,
                         "equivalence: a loop body's tree of guarded sums is a sum of guarded terms")
         record(*body.evidence[0])
         equation = reindex_by(flat, total, (var, var), (m, m), body, index, checker, timeout_s, hypothesis)
@@ -205,12 +212,12 @@ def atoms(sides: list[z3.ExprRef]) -> list[z3.ExprRef]:
     into): read as atoms, the pull equation is an identity of + and If whatever the guards and reads are, so
     its obligation is propositional and linear instead of bit-blasting every guard and index (tens of seconds
     for a 3-D window's 27 taps)."""
-    atoms: dict[int, z3.ExprRef] = {}
+    found: dict[int, z3.ExprRef] = {}
     for side in sides:
         for t in subterms(side):
             if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t) and not z3.is_true(t.arg(0)):
-                atoms.setdefault(t.arg(0).get_id(), t.arg(0))
+                found.setdefault(t.arg(0).get_id(), t.arg(0))
             elif z3.is_real(t) and not z3.is_rational_value(t) and not (z3.is_app(t) and t.decl().kind() in
                                                                         ARITHMETIC):
-                atoms.setdefault(t.get_id(), t)
-    return list(atoms.values())
+                found.setdefault(t.get_id(), t)
+    return list(found.values())

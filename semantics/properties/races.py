@@ -9,6 +9,7 @@ meet there. Two atomics never race with each other; an atomic and a plain access
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 
@@ -89,23 +90,27 @@ def goals(accesses: list[Access], thread: Thread, launch: Launch,
     return out
 
 
-_BUILT: dict[tuple, tuple] = {}   # (ids of site, thread, launch; shared) -> (the objects, the obligations)
+_BUILT: dict[tuple, tuple] = {}   # (ids of site, thread, launch; shared) -> (the objects, site's fields, obligations)
 _BUILT_MAX = 64
 
 
 def warp_wide_obligations(a: Access, thread: Thread, launch: Launch, shared: set[str]) -> list[Obligation] | None:
     """For one store site: the obligations that its lanes of one warp write one value (`warp_stores`), then the
     race between threads of different warps; None where the site cannot be a warp-wide write. Built once per
-    site: the race search proves them, and the Deferred goal of `goals` states them again for the same site.
-    The memo holds the objects its key names, so no id is reused while its entry lives."""
+    site as it stands: the race search proves them, and the Deferred goal of `goals` states them again. A site
+    is rewritten in place by later passes (a shared read resolved, a read-back substituted); the memo serves
+    only while every field is the very object it was built from, and it holds those objects (and the ones
+    its key names), so no id is reused while its entry lives."""
     key = (id(a), id(thread), id(launch), frozenset(shared))
-    if key in _BUILT:
-        return _BUILT[key][1]
+    fields = tuple(getattr(a, f.name) for f in dataclasses.fields(a))
+    entry = _BUILT.get(key)
+    if entry is not None and all(x is y for x, y in zip(entry[1], fields, strict=True)):
+        return entry[2]
     uniform = warp_stores.obligations(a, thread, OTHER, launch, shared)
     built = None if uniform is None else [*uniform, obligation(a, a, thread, launch, shared, warp_wide=True)]
     if len(_BUILT) >= _BUILT_MAX:
         _BUILT.pop(next(iter(_BUILT)))
-    _BUILT[key] = ((a, thread, launch), built)
+    _BUILT[key] = ((a, thread, launch), fields, built)
     return built
 
 
