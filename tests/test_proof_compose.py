@@ -293,3 +293,16 @@ def test_an_equation_a_tactic_only_assumes_leaves_the_lane_to_the_tactic(monkeyp
     monkeypatch.setattr(matched_sums, "equation", lambda m, ck, cr: rules.assume(z3.Implies(m.hyp, ck == cr)))
     report = verdict.verify(prepare(EXAMPLES / "loop_rowsum_per_thread" / "lark.toml").problem, Z3Checker(), PROVERS)
     assert report.verdict == "verified" and report.goals["equivalence"]["rewritten"] == 1
+
+
+def test_substitute_under_takes_a_conjunction_of_equations_at_once():
+    """`sums_apart` of many Sums concludes h → s_1 = t_1 ∧ … ∧ s_n = t_n; one `substitute_under` puts every s_i
+    back, and refuses a target where one of them is not the premise's term."""
+    y, z, u, v = z3.Reals("y z u v")
+    h = y > 0
+    both = rules.assume(z3.Implies(h, z3.And(u == y + y, v == z * 1)))
+    premise = smt(z3.Not(z3.And(h, y + y + z * 1 != 2 * y + z)))
+    target = z3.Not(z3.And(h, u + v != 2 * y + z))
+    assert rules.substitute_under(both, premise, target).conclusion.eq(target)
+    with pytest.raises(Refused):   # v is put back, u is not: the premise is not the target with both replaced
+        rules.substitute_under(both, premise, z3.Not(z3.And(h, y + y + v + u - u != 2 * y + z)))

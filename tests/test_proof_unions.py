@@ -173,10 +173,10 @@ def test_a_sum_whose_tail_vanishes_equals_its_head():
 
 
 @pytest.mark.parametrize("head, under, match", [
-    (sum_over(0, z3.BitVec("n", 64) + 1, m, x(m)), z3.ULE(z3.BitVec("n", 64), 1000), "head 0"),  # a padded column kept
-    (sum_over(0, z3.BitVec("n", 64), m, x(m)), TRUE, "cut 0"),                                  # n may pass 1024
+    (sum_over(0, z3.BitVec("n", 64) + 1, m, x(m)), z3.ULE(z3.BitVec("n", 64), 1000), "head"),  # a padded column kept
+    (sum_over(0, z3.BitVec("n", 64), m, x(m)), TRUE, "cut"),                                  # n may pass 1024
     (sum_over(1, z3.BitVec("n", 64), m, x(m)), TRUE, "is not a Sum from"),                      # another start
-    (sum_over(0, z3.BitVec("n", 64), m, 2 * x(m)), z3.ULE(z3.BitVec("n", 64), 1024), "head 0"),
+    (sum_over(0, z3.BitVec("n", 64), m, 2 * x(m)), z3.ULE(z3.BitVec("n", 64), 1024), "head"),
 ])
 def test_a_wrong_cut_is_refused(head, under, match):
     with pytest.raises(Refused, match=match):
@@ -201,8 +201,27 @@ def test_a_sum_taken_apart_into_lanes_with_zero_tails():
     with pytest.raises(Refused, match="lanes"):
         sums.sum_apart(tile(z3.BitVecVal(40, 64)), dropped, CHECK, T)
     early = (lanes[0], (v, lanes[1][1], sum_over(0, 19, v, x(2 * v + 1))))   # a nonzero term cut off
-    with pytest.raises(Refused, match="tail 1"):
+    with pytest.raises(Refused, match="tail"):
         sums.sum_apart(tile(z3.BitVecVal(40, 64)), early, CHECK, T)
-    with pytest.raises(Refused, match="head 0|is not a Sum from"):
+    with pytest.raises(Refused, match="head|is not a Sum from"):
         sums.sum_apart(tile(z3.BitVecVal(40, 64)), ((v, lanes[0][1], sum_over(1, 20, v, x(2 * v))), lanes[1]),
                        CHECK, T)
+
+
+def test_sums_apart_cuts_many_sums_with_one_obligation_per_condition():
+    """Two padded rows cut at once: the conclusion is the conjunction of their equations, stated by four side
+    conditions, not four per Sum; a wrong head in either piece refuses the whole application."""
+    n = z3.BitVec("n", 64)
+    under = z3.ULE(n, 1000)
+    second = sum_over(0, 1024, m, z3.If(z3.ULT(m, n), x(m + 2000), z3.RealVal(0)))
+    v = z3.BitVec("v", 64)
+    pieces = ((padded_row(n), one_lane(sum_over(0, n, m, x(m)))),
+              (second, ((v, z3.substitute_vars(second.arg(2).body(), v), sum_over(0, n, m, x(m + 2000))),)))
+    th = sums.sums_apart(pieces, CHECK, T, under)
+    assert th.conclusion.eq(z3.Implies(under, z3.And(padded_row(n) == sum_over(0, n, m, x(m)),
+                                                     second == sum_over(0, n, m, x(m + 2000)))))
+    assert len(th.evidence) == 4
+    assert replay(th.step, CHECK, T).conclusion.eq(th.conclusion)
+    wrong = (pieces[0], (second, ((v, pieces[1][1][0][1], sum_over(0, n, m, x(m + 2001))),)))
+    with pytest.raises(Refused, match="head"):
+        sums.sums_apart(wrong, CHECK, T, under)

@@ -36,6 +36,19 @@ def test_masked_tail_is_cut_to_the_unmasked_range():
     assert all(outcome.status == "proved" for _, outcome in log)
 
 
+def test_a_block_of_lanes_is_cut_in_batches_of_one_rule_application_each():
+    """130 lanes (a block's partial sums) are cut by three `sums_apart` applications of four obligations each,
+    not four per lane; the cuts' theorem states every lane's equation."""
+    lanes = [_masked(lane, lambda col: z3.UGE(col, 100000)) for lane in range(600, 730)]
+    log = []
+    out, cuts = padding.rewrite(z3.Sum(lanes), HYP, Z3Checker(), 30.0, lambda ob, outcome: log.append(outcome))
+    assert len(cuts) == 3 and len(log) == 12 and all(outcome.status == "proved" for outcome in log)
+    kept = sorted(s.arg(1).as_long() for s in out.children())
+    assert kept == [97] * 58 + [98] * 72    # lanes 672.. pad their 98th iteration
+    heads, theorem = cuts[0]
+    assert theorem.conclusion.eq(z3.Implies(HYP, z3.And([whole == head for whole, head in heads.items()])))
+
+
 def test_lane_that_is_never_masked_keeps_its_whole_range():
     out, _ = _pad(_masked(5, lambda col: z3.UGE(col, 100000)))
     assert out.arg(1).as_long() == 98

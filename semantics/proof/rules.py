@@ -176,11 +176,15 @@ def substitute_under(equation: Theorem, theorem: Theorem, target: z3.BoolRef) ->
     obligation: "the thread performs the access and ..."). R(a) is R(b) with every b replaced by a, checked
     structurally; h is left as it is (it may mention b: a thread coordinate that h fixes). Either way round:
     equality is symmetric, and z3 may order the arguments of = itself. (If h ∧ R(b) held, a = b would, so R(a),
-    which is R(b) with b replaced by a term of the same value, would hold too.)"""
+    which is R(b) with b replaced by a term of the same value, would hold too.) The equation may be a
+    conjunction h → a_1 = b_1 ∧ … ∧ a_n = b_n (`sums_apart` of many Sums): every b_i is replaced by its a_i at
+    once, each equation the same way round."""
     c = equation.conclusion
-    if not (z3.is_implies(c) and z3.is_eq(c.arg(1))):
+    if not (z3.is_implies(c) and (z3.is_eq(c.arg(1)) or z3.is_and(c.arg(1)))):
         raise Refused(f"substitute_under: {c} is not h → a = b")
-    h, (a, b) = c.arg(0), c.arg(1).children()
+    h, equations = c.arg(0), c.arg(1).children() if z3.is_and(c.arg(1)) else [c.arg(1)]
+    if not all(z3.is_eq(e) for e in equations):
+        raise Refused(f"substitute_under: {c} is not h → a conjunction of equations")
     if not (z3.is_not(target) and z3.is_and(target.arg(0)) and target.arg(0).num_args() == 2
             and target.arg(0).arg(0).eq(h)):
         raise Refused(f"substitute_under: the target is not ¬(h ∧ R) for h = {h}")
@@ -188,7 +192,8 @@ def substitute_under(equation: Theorem, theorem: Theorem, target: z3.BoolRef) ->
     if not (z3.is_not(premise) and z3.is_and(premise.arg(0)) and premise.arg(0).num_args() == 2
             and premise.arg(0).arg(0).eq(h)):
         raise Refused("substitute_under: the premise is not ¬(h ∧ R) for the same h")
-    for old, new in ((b, a), (a, b)):   # either way round: z3 orders the arguments of = itself
-        if z3.substitute(target.arg(0).arg(1), (old, new)).eq(premise.arg(0).arg(1)):
+    pairs = [tuple(e.children()) for e in equations]
+    for swap in (((b, a) for a, b in pairs), pairs):   # either way round: z3 orders the arguments of = itself
+        if z3.substitute(target.arg(0).arg(1), *swap).eq(premise.arg(0).arg(1)):
             return _mint(target, "substitute_under", (equation, theorem))
     raise Refused("substitute_under: the premise is not ¬(h ∧ R) with b replaced by a (or a by b)")

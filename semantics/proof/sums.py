@@ -269,38 +269,58 @@ def unroll(whole: z3.ExprRef, count: int, checker: Checker, timeout_s: float,
     return _mint(_conditional(under, whole == op.of(terms)), "unroll", (side,))
 
 
+Piece = tuple[z3.ExprRef, tuple[tuple[z3.BitVecRef, z3.ArithRef, z3.ExprRef], ...]]   # (a Sum, its lanes)
+
+
 @rule
 def sum_apart(whole: z3.ExprRef, lanes: tuple[tuple[z3.BitVecRef, z3.ArithRef, z3.ExprRef], ...], checker: Checker,
               timeout_s: float, under: z3.BoolRef | None = None) -> Theorem:
-    """⊢ under → Σ_{j∈[lo,hi)} f(j) = H_1 + … + H_n, for whole = Sum(lo, hi, f) and lanes (v, t_l, H_l), each head
-    H_l either Sum(lo, c_l, g_l) or the numeral 0 (then c_l = lo), given the obligations (each under `under`):
-    f(j) = t_1(j) + … + t_n(j) for j ∈ [lo, hi) (t_l(j) is t_l with v := j), and per lane lo ≤ c_l ≤ hi,
-    t_l(j) = g_l(j) for j ∈ [lo, c_l), t_l(j) = 0 for j ∈ [c_l, hi).
+    """`sums_apart` of one Sum: ⊢ under → whole = H_1 + … + H_n (the theorem keeps the `sums_apart` step)."""
+    return sums_apart(((whole, lanes),), checker, timeout_s, under)
 
-    Proof: Σ_j Σ_l t_l(j) = Σ_l Σ_j t_l(j) (finite sums commute), and each lane's sum, split at c_l
-    (`split_range`), is its head's terms plus a tail of zeros: a masked load's padding past a ragged row's end, or
-    a last, partial tile's zero loads, cut off lane by lane."""
+
+@rule
+def sums_apart(pieces: tuple[Piece, ...], checker: Checker, timeout_s: float,
+               under: z3.BoolRef | None = None) -> Theorem:
+    """⊢ under → ∧_k (Σ_{j∈[lo,hi)} f(j) = H_1 + … + H_n) over the pieces (whole, lanes), for whole = Sum(lo, hi, f)
+    and lanes (v, t_l, H_l), each head H_l either Sum(lo, c_l, g_l) or the numeral 0 (then c_l = lo), given the
+    obligations (each under `under`): f(j) = t_1(j) + … + t_n(j) for j ∈ [lo, hi) (t_l(j) is t_l with v := j),
+    and per lane lo ≤ c_l ≤ hi, t_l(j) = g_l(j) for j ∈ [lo, c_l), t_l(j) = 0 for j ∈ [c_l, hi). A single piece
+    concludes its one equation. Each kind of condition is one obligation over all pieces (their conjunction), so
+    a block's thousand lanes cost four obligations, not four thousand.
+
+    Proof, piece by piece: Σ_j Σ_l t_l(j) = Σ_l Σ_j t_l(j) (finite sums commute), and each lane's sum, split at
+    c_l (`split_range`), is its head's terms plus a tail of zeros: a masked load's padding past a ragged row's
+    end, or a last, partial tile's zero loads, cut off lane by lane."""
     under = z3.BoolVal(True) if under is None else under
-    op, lo, hi, f = _comprehension(whole, "sum_apart")
-    if not whole.decl().eq(SUM) or not lanes:
-        raise Refused("sum_apart: only a Sum is taken apart, into at least one lane")
+    if not pieces:
+        raise Refused("sums_apart: no Sum to take apart")
     j = z3.FreshConst(INDEX, "j")
-    terms, heads, conditions = [], [], {}
-    for n, (v, t, head) in enumerate(lanes):
-        if not (z3.is_const(v) and v.sort().eq(INDEX)):
-            raise Refused(f"sum_apart: lane {n}'s variable {v} is not a 64-bit symbol")
-        term = z3.substitute(t, (v, j))
-        if z3.is_rational_value(head) and head.as_fraction() == 0:
-            cut, g = lo, None
-        else:
-            _, lo2, cut, g = _comprehension(head, "sum_apart")
-            if not head.decl().eq(SUM) or not lo2.eq(lo):
-                raise Refused(f"sum_apart: lane {n}'s head {head} is not a Sum from {lo}")
-            conditions[f"head {n}"] = z3.ForAll([j], z3.Implies(_inside(j, lo, cut), term == body_at(g, j)))
-        conditions[f"cut {n}"] = z3.And(z3.ULE(lo, cut), z3.ULE(cut, hi))
-        conditions[f"tail {n}"] = z3.ForAll([j], z3.Implies(_inside(j, cut, hi), term == 0))
-        terms.append(term)
-        heads.append(head)
-    conditions["lanes"] = z3.ForAll([j], z3.Implies(_inside(j, lo, hi), body_at(f, j) == op.of(terms)))
-    sides = [_side(f"sum_apart: {name}", c, under, checker, timeout_s) for name, c in conditions.items()]
-    return _mint(_conditional(under, whole == op.of(heads)), "sum_apart", tuple(sides))
+    conditions: dict[str, list[z3.BoolRef]] = {"head": [], "cut": [], "tail": [], "lanes": []}
+    equations = []
+    for whole, lanes in pieces:
+        op, lo, hi, f = _comprehension(whole, "sum_apart")
+        if not whole.decl().eq(SUM) or not lanes:
+            raise Refused("sum_apart: only a Sum is taken apart, into at least one lane")
+        terms, heads = [], []
+        for n, (v, t, head) in enumerate(lanes):
+            if not (z3.is_const(v) and v.sort().eq(INDEX)):
+                raise Refused(f"sum_apart: lane {n}'s variable {v} is not a 64-bit symbol")
+            term = z3.substitute(t, (v, j))
+            if z3.is_rational_value(head) and head.as_fraction() == 0:
+                cut = lo
+            else:
+                _, lo2, cut, g = _comprehension(head, "sum_apart")
+                if not head.decl().eq(SUM) or not lo2.eq(lo):
+                    raise Refused(f"sum_apart: lane {n}'s head {head} is not a Sum from {lo}")
+                conditions["head"].append(z3.Implies(_inside(j, lo, cut), term == body_at(g, j)))
+            conditions["cut"].append(z3.And(z3.ULE(lo, cut), z3.ULE(cut, hi)))
+            conditions["tail"].append(z3.Implies(_inside(j, cut, hi), term == 0))
+            terms.append(term)
+            heads.append(head)
+        conditions["lanes"].append(z3.Implies(_inside(j, lo, hi), body_at(f, j) == op.of(terms)))
+        equations.append(whole == op.of(heads))
+    sides = [_side(f"sum_apart: {name}", z3.And(cs) if name == "cut" else z3.ForAll([j], z3.And(cs)), under,
+                   checker, timeout_s) for name, cs in conditions.items() if cs]
+    return _mint(_conditional(under, equations[0] if len(equations) == 1 else z3.And(equations)), "sum_apart",
+                 tuple(sides))

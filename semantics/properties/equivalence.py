@@ -76,8 +76,8 @@ def obligation(access: Access, j: int, buffer: Buffer, reference: Callable, thre
         expected = divided
     if pad:
         padded, cuts = pad(value, hypothesis)
-        for whole, head, equation in cuts:   # one step per cut sum: undone by its own equation
-            cut = z3.substitute(value, (whole, head))
+        for heads, equation in cuts:   # one step per batch of cut sums: undone by its own equation
+            cut = z3.substitute(value, *heads.items())
             steps.append(compose.Step(value, expected, equation))
             value = cut
         steps += compose.opaque(value, expected, (padded, expected))

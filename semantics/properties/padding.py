@@ -5,8 +5,8 @@ Triton loops over column blocks and loads with `mask=cols < n, other=0`, so each
 sum equals `Sum(lo, cut, λj. e(j))` when, for every j in [lo, hi), c(j) holds exactly when j ≥ cut, and
 lo ≤ cut ≤ hi: the dropped terms are all zero and the kept ones unchanged (finite sums of reals).
 `If(c, e, 0)` is the same with ¬c. The cut is guessed from one model of the hypothesis (a binary search on
-the mask's value there, c being monotone in j when the premise holds) and every premise is an obligation
-under the hypothesis; a sum whose premises are not proved is left as it is. A constant bound (fixed shapes
+the mask's value there, c being monotone in j when the premise holds); the kernel's `sums_apart` checks the
+cuts under the hypothesis, a batch of sums at a time, and a batch it refuses is left as it is. A constant bound (fixed shapes
 and a fixed storing thread) is what makes the guess possible; otherwise nothing changes.
 """
 
@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import z3
 
-from lean_pool.checker import PROVED, Checker, Obligation
+from lean_pool.checker import Checker
 from semantics.comprehension import SUM, body_at, sum_over
 from semantics.proof import Refused, Theorem
-from semantics.proof.sums import sum_apart
+from semantics.proof.sums import sums_apart
 from semantics.terms import outside_binders
 
-BATCH = 64   # premises of this many sums go to the solver as one obligation
-EQUATION_S = 10.0   # each side condition of a cut's kernel equation (the cut is proved already: this is extra)
+BATCH = 64   # this many sums are cut by one rule application (its side conditions one obligation each)
+LANE = z3.BitVec("pad!lane", 64)
 
 
 def _padded(term: z3.ExprRef) -> tuple[z3.BoolRef, z3.ArithRef] | None:
@@ -53,13 +53,14 @@ def _cut(model: z3.ModelRef, lo: int, hi: int, pad) -> int | None:
     return low
 
 
-Cut = tuple[z3.ExprRef, z3.ExprRef, Theorem | None]   # (a Sum, its kept head, ⊢ h → Sum = head or None)
+Cut = tuple[dict, Theorem]   # (each cut Sum to its kept head, ⊢ h → ∧ Sum = head by `sums_apart`)
 
 
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float,
             record) -> tuple[z3.ExprRef, list[Cut]]:
-    """`term` with every Sum whose padded iterations are proved to be a tail cut down to its kept range, and each
-    cut with its kernel equation (`sums.sum_apart`; None where a side condition of the rule was not proved)."""
+    """`term` with every Sum whose padded iterations are proved to be a tail cut down to its kept range, and the
+    cuts in batches, each with its kernel equation (`sums.sums_apart`: four obligations per batch of sums, so a
+    block of a thousand lanes costs a few dozen). A batch whose rule refuses is left as it is."""
     sums = [t for t in outside_binders(term, (SUM,)) if _padded(t) is not None]
     if not sums:
         return term, []
@@ -70,41 +71,32 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_
         return term, []
     model = solver.model()
     candidates = []
-    for n, s in enumerate(sums):
+    for s in sums:
         cond, kept = _padded(s)
         bounds = [model.eval(b, model_completion=True) for b in s.children()[:2]]
         if not all(z3.is_bv_value(b) for b in bounds):
             continue
         lo, hi = (b.as_long() for b in bounds)
         cut = _cut(model, lo, hi, lambda j, cond=cond: z3.substitute_vars(cond, z3.BitVecVal(j, 64)))
-        if cut is None:
-            continue
-        j = z3.BitVec(f"pad!{n}", 64)
-        pad, lo_t, hi_t = z3.substitute_vars(cond, j), s.arg(0), s.arg(1)
-        wrong = z3.Or(lo_t != lo, hi_t != hi,
-                      z3.And(z3.ULE(lo_t, j), z3.ULT(j, hi_t), pad != z3.UGE(j, z3.BitVecVal(cut, 64))))
-        candidates.append((s, sum_over(lo, cut, j, z3.substitute_vars(kept, j)), wrong))
-    replaced = []
+        if cut is not None:
+            candidates.append((s, sum_over(lo, cut, LANE, z3.substitute_vars(kept, LANE))))
+    cuts = []
     for start in range(0, len(candidates), BATCH):
         batch = candidates[start:start + BATCH]
-        ob = Obligation(f"equivalence: the masked tails of {len(batch)} sums are their zero padding",
-                        "equivalence", z3.And(hypothesis, z3.Or([w for _, _, w in batch])))
-        outcome = checker.check(ob, timeout_s)
-        record(ob, outcome)
-        if outcome.status == PROVED:
-            replaced += [(s, cut_sum, _equation(s, cut_sum, hypothesis, checker, timeout_s, record))
-                         for s, cut_sum, _ in batch]
-    return (z3.substitute(term, *[(s, c) for s, c, _ in replaced]) if replaced else term), replaced
+        theorem = _equation(batch, hypothesis, checker, timeout_s, record)
+        if theorem is not None:
+            cuts.append((dict(batch), theorem))
+    replaced = [pair for heads, _ in cuts for pair in heads.items()]
+    return (z3.substitute(term, *replaced) if replaced else term), cuts
 
 
-def _equation(whole: z3.ExprRef, head: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker, timeout_s: float,
-              record) -> Theorem | None:
-    """⊢ h → whole = head by the kernel's `sum_apart` with one lane, the whole body (its side conditions
+def _equation(batch: list[tuple[z3.ExprRef, z3.ExprRef]], hypothesis: z3.BoolRef, checker: Checker,
+              timeout_s: float, record) -> Theorem | None:
+    """⊢ h → ∧ whole = head by the kernel's `sums_apart`, each Sum one lane, its whole body (the side conditions
     recorded), or None."""
-    v = z3.BitVec("pad!lane", 64)
     try:
-        theorem = sum_apart(whole, ((v, body_at(whole.arg(2), v), head),), checker, min(timeout_s, EQUATION_S),
-                            under=hypothesis)
+        theorem = sums_apart(tuple((whole, ((LANE, body_at(whole.arg(2), LANE), head),)) for whole, head in batch),
+                             checker, timeout_s, under=hypothesis)
     except Refused as refused:
         if refused.obligation is not None:
             record(refused.obligation, refused.outcome)
