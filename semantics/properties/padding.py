@@ -6,8 +6,8 @@ sum equals `Sum(lo, cut, λj. e(j))` when, for every j in [lo, hi), c(j) holds e
 lo ≤ cut ≤ hi: the dropped terms are all zero and the kept ones unchanged (finite sums of reals).
 `If(c, e, 0)` is the same with ¬c. The cut is guessed from one model of the hypothesis (a binary search on
 the mask's value there, c being monotone in j when the premise holds); the kernel's `sums_apart` checks the
-cuts under the hypothesis, a batch of sums at a time, and a batch it refuses is left as it is. A constant bound (fixed shapes
-and a fixed storing thread) is what makes the guess possible; otherwise nothing changes.
+cuts under the hypothesis, a batch of sums at a time, and a batch it refuses is left as it is. A constant
+bound (fixed shapes and a fixed storing thread) is what makes the guess possible; otherwise nothing changes.
 """
 
 from __future__ import annotations
