@@ -47,6 +47,8 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/properties/padding.py", TACTIC, "cutting masked tails of sums"),
     ("semantics/properties/guarded_sums.py", TACTIC, "guarded sums of accumulations; small windows unrolled"),
     ("semantics/properties/guarded_trees.py", TACTIC, "a loop body's tree of guarded sums, one summand per tap"),
+    ("semantics/properties/extremum_windows.py", TACTIC, "a padded max pooling window: the reference's max unrolled"),
+    ("semantics/properties/extremum_taps.py", TACTIC, "a padded max pooling lane proved tap by tap"),
     ("semantics/properties/guarded_reads.py", TACTIC, "a window of guarded reads proved read by read"),
     ("semantics/properties/divisions.py", TACTIC, "quotient/remainder rewriting of index divisions"),
     ("semantics/properties/compose.py", TACTIC, "undoing a lane's rewrites by kernel rules (closing it to its goal)"),

@@ -147,6 +147,21 @@ def test_unroll_needs_the_exact_count_and_gives_the_neutral_element_for_none():
     assert sums.unroll(empty, 0, CHECK, T).states(empty == z3.RealVal(1))
 
 
+def test_unroll_of_a_max_from_states_its_definition_with_the_init_first():
+    lo, init = z3.BitVec("lo", 64), z3.Real("init")
+    small = z3.ULT(lo, 1 << 20)
+    whole, least = max_over(init, lo, lo + 2, j, a[j]), min_over(init, lo, lo + 2, j, a[j])
+    top = z3.If(init >= a[lo + 0], init, a[lo + 0])
+    assert sums.unroll(whole, 2, CHECK, T, small).states(
+        z3.Implies(small, whole == z3.If(top >= a[lo + 1], top, a[lo + 1])))
+    bottom = z3.If(init <= a[lo + 0], init, a[lo + 0])
+    assert sums.unroll(least, 2, CHECK, T, small).states(
+        z3.Implies(small, least == z3.If(bottom <= a[lo + 1], bottom, a[lo + 1])))
+    assert sums.unroll(max_over(init, lo, lo, j, a[j]), 0, CHECK, T).states(max_over(init, lo, lo, j, a[j]) == init)
+    with pytest.raises(Refused):   # one term short: the definition needs the exact count
+        sums.unroll(whole, 1, CHECK, T, small)
+
+
 def test_split_range_of_a_product_multiplies_its_parts_and_refuses_a_point_outside():
     m = z3.BitVec("m", 64)
     whole = prod_over(0, n, j, a[j])

@@ -68,14 +68,11 @@ def test_disch_turns_a_hypothesis_into_an_antecedent():
     assert th.states(z3.Implies(x > 1, x > 0))
 
 
-def test_conj_and_conj_elim():
+def test_conj_joins_its_conjuncts_and_refuses_none():
     both = rules.conj(smt(x == x), smt(y == y))
     assert both.states(z3.And(x == x, y == y))
-    assert rules.conj_elim(both, 1).states(y == y)
     with pytest.raises(Refused):
-        rules.conj_elim(both, 2)
-    with pytest.raises(Refused):
-        rules.conj_elim(smt(x == x), 0)
+        rules.conj()
 
 
 def test_instantiate_a_free_symbol_and_refuse_a_non_symbol_or_a_wrong_sort():

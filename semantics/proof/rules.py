@@ -83,15 +83,6 @@ def conj(*theorems: Theorem) -> Theorem:
     return _mint(z3.And(*(t.conclusion for t in theorems)), "conj", theorems)
 
 
-@rule
-def conj_elim(theorem: Theorem, i: int) -> Theorem:
-    """From Γ ⊢ a_0 ∧ … ∧ a_{n-1} conclude Γ ⊢ a_i."""
-    c = theorem.conclusion
-    if not z3.is_and(c) or not 0 <= i < c.num_args():
-        raise Refused(f"conj_elim: {c} has no conjunct {i}")
-    return _mint(c.arg(i), "conj_elim", (theorem,))
-
-
 def _symbol(x: z3.ExprRef) -> bool:
     return z3.is_const(x) and x.decl().kind() == z3.Z3_OP_UNINTERPRETED
 

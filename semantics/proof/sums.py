@@ -258,14 +258,15 @@ def unroll(whole: z3.ExprRef, count: int, checker: Checker, timeout_s: float,
     """⊢ under → Σ_{[lo,hi)} f = f(lo) + f(lo + 1) + … + f(lo + p - 1) (0 when p = 0), for whole =
     Sum(lo, hi, f) and a number p ≥ 0, given the obligation under → hi = lo + p on exact integers (both
     zero-extended to 128 bits: then no index lo + t, t < p, wraps, and [lo, hi) is exactly those p indices);
-    for a Prod the same with · for + (1 when p = 0)."""
+    for a Prod the same with · for + (1 when p = 0); for MaxFrom(init, lo, hi, f) (MinFrom) the definition
+    max(init, f(lo), …, f(lo + p - 1)) as a tree of If(a >= b, a, b) (init when p = 0)."""
     under = z3.BoolVal(True) if under is None else under
-    op, lo, hi, f = _comprehension(whole, "unroll")
+    op, init, lo, hi, f = _reduction(whole, "unroll")
     if count < 0:
         raise Refused(f"unroll: a negative count {count}")
     exact = z3.ZeroExt(64, hi) == z3.ZeroExt(64, lo) + count
     side = _side(f"unroll: the range has {count} elements", exact, under, checker, timeout_s)
-    terms = [body_at(f, lo + t) for t in range(count)]
+    terms = ([] if init is None else [init]) + [body_at(f, lo + t) for t in range(count)]
     return _mint(_conditional(under, whole == op.of(terms)), "unroll", (side,))
 
 

@@ -22,7 +22,16 @@ from semantics.axioms import ground_facts
 from semantics.comprehension import PROD
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt, negation
-from semantics.properties import compose, divisions, guarded_reads, guarded_sums, padded_tiles, padding, prefix
+from semantics.properties import (
+    compose,
+    divisions,
+    extremum_taps,
+    guarded_reads,
+    guarded_sums,
+    padded_tiles,
+    padding,
+    prefix,
+)
 from semantics.properties.common import (
     UNKNOWN,
     VIOLATED,
@@ -213,12 +222,12 @@ def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, r
     are undone by kernel rules (`compose.close`) and the theorem stating the goal joins them, or, where a
     tactic gave no equation for its rewrite, the claim's theorem is kept in `result.rewritten` under the goal
     it stands for (`semantics.verdict.established`)."""
-    window = guarded_reads.applies(values.claim, values.kernel_named, values.reference_named)
+    sides = (values.claim, values.kernel_named, values.reference_named)
+    window = next((tactic for tactic in (guarded_reads, extremum_taps) if tactic.applies(*sides)), None)
     first = _by_smt(ob, values, checker, min(timeout_s, WINDOW_QUICK_S) if window else timeout_s, record)
     if window and isinstance(first, Outcome) and first.status != REFUTED:
         # one query over a padded window's taps is far slower than the taps one by one
-        theorem = guarded_reads.prove(values.claim, values.kernel_named, values.reference_named, values.hypothesis,
-                                      checker, timeout_s, ob.name, record)
+        theorem = window.prove(*sides, values.hypothesis, checker, timeout_s, ob.name, record)
         first = theorem if theorem is not None else _by_smt(ob, values, checker, timeout_s, record)
     if isinstance(first, Outcome):
         return first

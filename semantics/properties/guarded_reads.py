@@ -68,15 +68,27 @@ def _models(hypothesis: z3.BoolRef) -> list[z3.ModelRef]:
     symbols = sorted((str(c), c) for c in constants(hypothesis) if z3.is_bv(c))
     rng, out = random.Random(0), []
     for _ in range(MODELS * 2):
-        solver = z3.Solver()
-        solver.set("timeout", 2000)
-        solver.add(hypothesis)
-        for _, c in symbols:
-            solver.add(z3.ULE(c, rng.randrange(1 << min(c.size(), 24))))
-        if solver.check() == z3.sat:
-            out.append(solver.model())
+        model = model_of(hypothesis, [z3.ULE(c, rng.randrange(1 << min(c.size(), 24))) for _, c in symbols])
+        if model is not None:
+            out.append(model)
         if len(out) == MODELS:
             break
+    return out
+
+
+def model_of(hypothesis: z3.BoolRef, more: list[z3.BoolRef]) -> z3.ModelRef | None:
+    solver = z3.Solver()
+    solver.set("timeout", 2000)
+    solver.add(hypothesis, *more)
+    return solver.model() if solver.check() == z3.sat else None
+
+
+def models_of(hypothesis: z3.BoolRef, conditions: list[z3.BoolRef]) -> list[z3.ModelRef]:
+    """`_models`, and a model of the hypothesis on each side of each condition that has one: the border cases
+    (a padded window's first rows), where spread-out models all fall inside."""
+    out = _models(hypothesis)
+    for d in conditions:
+        out += [m for m in (model_of(hypothesis, [d]), model_of(hypothesis, [z3.Not(d)])) if m is not None]
     return out
 
 

@@ -29,7 +29,7 @@ from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, SUM
 from semantics.proof import Refused, Theorem
 from semantics.proof.sums import unroll
-from semantics.properties import guarded_trees
+from semantics.properties import extremum_windows, guarded_trees
 from semantics.properties.compose import Step, by_atoms
 from semantics.properties.guarded_trees import atoms as _atoms
 from semantics.properties.unions import summands
@@ -83,8 +83,11 @@ def _pull(term: z3.ExprRef, memo: dict[int, z3.ExprRef]) -> z3.ExprRef:
 def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker,
             timeout_s: float, record) -> tuple[z3.ExprRef, z3.ExprRef, list[Step]]:
     """The pair with the kernel's conditional accumulations as guarded summands and, when the kernel then
-    reads no comprehension, the reference's small constant-range Sums unrolled; with the steps that undo it."""
-    kernel, steps = guarded_trees.rewrite(kernel, reference, hypothesis, checker, timeout_s, record)
+    reads no comprehension, the reference's small constant-range Sums unrolled (its extrema too, against a
+    conditional running max: `extremum_windows`); with the steps that undo it."""
+    reference, steps = extremum_windows.rewrite(kernel, reference, hypothesis, checker, timeout_s, record)
+    kernel, trees = guarded_trees.rewrite(kernel, reference, hypothesis, checker, timeout_s, record)
+    steps += trees
     pulled, equation = _pulled(kernel, hypothesis, checker, timeout_s, record)
     if equation is None:   # no conditional accumulation: not a padded window, the matcher's case
         return kernel, reference, steps

@@ -1,0 +1,305 @@
+"""A lane that compares a guarded running max (min) with a padded window's unrolled max, proved tap by tap.
+
+After `extremum_windows` a padded max pooling lane compares two comprehension-free terms: the kernel's chain of
+taps taken under guards (`if (at >= 0 && at < L) acc = fmaxf(acc, in[at])`, folded by the simplifier into one
+tree of Ifs on guards and on comparisons of reads) and the reference's window unrolled,
+`max(x[first], x[ρ_1], …, x[ρ_k])`, each ρ_w an If-tree of indices (`w's tap if it is inside, else the first
+tap inside`). Asked in one query the solver must bit-blast every index against every other under every case
+of the guards and the comparisons (1-D pooling of 8 taps: not decided in minutes). Asked tap by tap it is cheap:
+
+* each kernel guard c is a reference condition d (or its negation):      ⊢ h → (c ⇔ ±d)
+* each kernel read x[κ_i] is taken on the path p_i of one leaf of a reference index, and there reads what
+  that reference read does:                                               ⊢ h ∧ p_i → κ_i = ρ_w
+* each reference read reads a tap the kernel takes:                       ⊢ h → ∨_i (p_i ∧ ρ_w = κ_i)
+
+The lane's claim then follows from the facts in one query where every index and every condition is a fresh
+symbol (`compose.by_atoms`): what is left is the order of a few reals. The pairings are guesses read off models
+of the hypothesis; a wrong guess only makes a fact fail, and the lane then goes the usual way. Untrusted: every
+fact and the final step are kernel theorems (`by_smt`, `by_atoms`, `conj`, `mp`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import z3
+
+from lean_pool.checker import Checker
+from semantics.comprehension import COMPREHENSIONS
+from semantics.proof import Refused, Theorem
+from semantics.proof.rules import by_smt, conj, mp
+from semantics.properties.atomic_terms import is_read
+from semantics.properties.compose import by_atoms
+from semantics.properties.extremum_windows import conditional, real_conditions
+from semantics.properties.guarded_reads import MIN_READS, model_of, models_of
+from semantics.terms import reaching, subterms
+
+FACT_S = 20.0      # at most this long for one fact
+REFINE = 8         # models added to tell apart two conditions that agree on every model so far
+MAX_LEAVES = 16    # cases of one reference index (a window's tap, or the first tap inside in a few forms)
+GENERAL_S = 2.0    # at most this long for a fact stated for every value of its remainders
+INDEX = "a tap's index"
+GUARD = "a kernel guard is a reference condition, or a condition holds or fails throughout"
+Leaf = tuple[tuple[z3.BoolRef, ...], z3.BitVecRef]   # (the path's conditions, the index there)
+
+
+def _reads(term: z3.ExprRef) -> list[z3.ExprRef]:
+    return [t for t in subterms(term) if is_read(t)]
+
+
+def applies(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef) -> bool:
+    """Whether the lane is a padded extremum window: comprehension-free, a kernel that takes taps under guards,
+    at least MIN_READS reads on each side, and reference reads at conditional indices."""
+    if reaching(claim, COMPREHENSIONS) or not conditional(kernel):
+        return False
+    mine, theirs = _reads(kernel), _reads(reference)
+    return len(mine) >= MIN_READS and len(theirs) >= MIN_READS and \
+        any(_is_index_ite(t) for r in theirs for t in subterms(r.arg(0)))
+
+
+def _leaves(index: z3.BitVecRef, shared: set[int], path: tuple[z3.BoolRef, ...] = ()) -> list[Leaf]:
+    """The cases of an index with If-subterms (`base + If(d, a, b)`): each If split in turn, each leaf with the
+    conditions that lead to it (negated on else). An If that several reads share (the first tap inside, every
+    tap's fallback) stays whole: one fact covers it everywhere. At most MAX_LEAVES, else none."""
+    ite = next((t for t in subterms(index) if _is_index_ite(t) and t.get_id() not in shared), None)
+    if ite is None:
+        return [(path, index)]
+    d, then, other = ite.children()
+    out = _leaves(z3.substitute(index, (ite, then)), shared, (*path, d)) + \
+        _leaves(z3.substitute(index, (ite, other)), shared, (*path, z3.Not(d)))
+    return out if len(out) <= MAX_LEAVES else []
+
+
+def _is_index_ite(t: z3.ExprRef) -> bool:
+    return z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_bv(t)
+
+
+def _pieces(index: z3.BitVecRef) -> list[z3.ExprRef]:
+    """The If-free parts of an index and the atoms of its If conditions: what the last step reads as symbols."""
+    if not any(_is_index_ite(t) for t in subterms(index)):
+        return [index]
+    if _is_index_ite(index):
+        d, then, other = index.children()
+        return _atoms(d) + _pieces(then) + _pieces(other)
+    return [p for c in index.children() for p in _pieces(c)]
+
+
+def _atoms(condition: z3.BoolRef) -> list[z3.BoolRef]:
+    """A condition's atoms: conjunctions and disjunctions split, negations stripped."""
+    if z3.is_not(condition):
+        return _atoms(condition.arg(0))
+    if z3.is_and(condition) or z3.is_or(condition):
+        return [a for c in condition.children() for a in _atoms(c)]
+    return [condition]
+
+
+def _value(model: z3.ModelRef, term: z3.ExprRef):
+    value = model.eval(term, model_completion=True)
+    return z3.is_true(value) if z3.is_bool(term) else value.as_long()
+
+
+class _Pairing:
+    """The guesses: each kernel read's path, each kernel guard's reference condition, read off models."""
+
+    def __init__(self, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef):
+        self.mine, self.theirs = _reads(kernel), _reads(reference)
+        counts = Counter(t.get_id() for r in self.theirs for t in subterms(r.arg(0)) if _is_index_ite(t))
+        self.shared = {i for i, n in counts.items() if n > 1}
+        self.leaves = [(r, leaf) for r in self.theirs for leaf in _leaves(r.arg(0), self.shared)]
+        conditions = {a.get_id(): a for _, (path, _) in self.leaves for c in path for a in _atoms(c)}
+        self.conditions = list(conditions.values())
+        guards = {a.get_id(): a for c in real_conditions(kernel) for a in _atoms(c)}
+        self.guards = list(guards.values())
+        self.hypothesis = hypothesis
+        self.pieces = {p.get_id() for r in self.theirs for p in _pieces(r.arg(0))}
+        self.models = models_of(hypothesis, self.conditions)
+
+    def path(self, read: z3.ExprRef) -> tuple[z3.ExprRef, tuple[z3.BoolRef, ...], z3.BitVecRef] | None:
+        """The reference read and its leaf (path, index) where the kernel's read reads what it does in every model
+        on the path: of such leaves, the one on the most models."""
+        best, count = None, 0
+        for r, (path, index) in self.leaves:
+            on = [m for m in self.models if all(_value(m, c) for c in path)]
+            if len(on) > count and all(_value(m, index) == _value(m, read.arg(0)) for m in on) and \
+                    r.decl().eq(read.decl()):
+                best, count = (r, path, index), len(on)
+        return best
+
+    def candidates(self, under: z3.BoolRef, leaf: z3.BitVecRef,
+                   taken: list[tuple[z3.BoolRef, z3.ExprRef]]) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
+        """The kernel taps (where taken, the reference index each reads there) that the leaf reads in some model
+        of `under`: from the models so far, then from a model of `under` where none of them is (at most REFINE
+        times); every tap if none."""
+        def agrees(m: z3.ModelRef, q: z3.BoolRef, tap: z3.ExprRef) -> bool:
+            return _value(m, q) and _value(m, leaf) == _value(m, tap)
+        on = [m for m in self.models if _value(m, under)]
+        chosen = [(q, tap) for q, tap in taken if any(agrees(m, q, tap) for m in on)]
+        for _ in range(REFINE):
+            other = model_of(under, [z3.Not(z3.Or(*[z3.And(q, leaf == tap) for q, tap in chosen]))])
+            if other is None:
+                break
+            more = [(q, tap) for q, tap in taken if agrees(other, q, tap) and (q, tap) not in chosen]
+            if not more:
+                return taken
+            chosen += more
+        return chosen or taken
+
+    def fixed(self, condition: z3.BoolRef) -> z3.BoolRef | None:
+        """The condition, or its negation, where it has one value in every model (then a fact to prove)."""
+        values = {_value(m, condition) for m in self.models}
+        return None if len(values) != 1 else condition if values.pop() else z3.Not(condition)
+
+    def condition(self, guard: z3.BoolRef) -> z3.BoolRef | None:
+        """The reference condition (or its negation) that agrees with the kernel's guard in every model. Where
+        several do, a model of the hypothesis that tells two of them apart joins the models (at most REFINE
+        times): spread-out models rarely fall on the few rows where two taps' tests differ."""
+        for _ in range(REFINE):
+            mine = [_value(m, guard) for m in self.models]
+            matches = [e for d in self.conditions for e in (d, z3.Not(d))
+                       if [_value(m, e) for m in self.models] == mine]
+            if len(matches) < 2:
+                return matches[0] if matches else None
+            apart = model_of(self.hypothesis, [z3.Xor(matches[0], matches[1])])
+            if apart is None:
+                return matches[0]
+            self.models.append(apart)
+        return None
+
+
+def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef,
+          checker: Checker, timeout_s: float, name: str, record) -> Theorem | None:
+    """⊢ claim (the lane's ¬(h ∧ kernel ≠ reference)) through the facts of a pairing of its taps, or None (no
+    pairing, a fact or the last step not proved)."""
+    if not applies(claim, kernel, reference):
+        return None
+    pairing = _Pairing(kernel, reference, hypothesis)
+    if not pairing.models:
+        return None
+    statements = []
+    for d in pairing.conditions:   # a tap inside in every model (a middle tap): said, or the symbols forget it
+        fixed = pairing.fixed(d)
+        if fixed is not None:
+            statements.append((GUARD, z3.Implies(hypothesis, fixed)))
+    for guard in pairing.guards:
+        d = pairing.fixed(guard)
+        if d is None:
+            d = pairing.condition(guard)
+            if d is None:
+                return None
+            d = guard == d
+        statements.append((GUARD, z3.Implies(hypothesis, d)))
+    taken, own, glue = [], set(), []
+    for read in pairing.mine:
+        found = pairing.path(read)
+        if found is None:
+            return None
+        r, path, leaf = found
+        p = z3.And(*path) if path else z3.BoolVal(True)
+        taken.append((p, leaf))
+        own.add((leaf.get_id(), p.get_id()))
+        statements.append(("a kernel tap reads where the reference's does",
+                           z3.Implies(z3.And(hypothesis, p), read.arg(0) == leaf)))
+        glue.append(z3.Implies(z3.And(hypothesis, p), read.arg(0) == r.arg(0)))
+    statements += _covered(pairing, taken, own)
+    for r in pairing.theirs:
+        glue.append(z3.Implies(hypothesis, z3.Or(*[z3.And(p, r.arg(0) == read.arg(0))
+                                                   for (p, _), read in zip(taken, pairing.mine, strict=True)])))
+    facts = {GUARD: [], INDEX: []}
+    for what, statement in statements:   # index facts with their divisions named (`purify`): 5x faster
+        theorem = _proved(statement, checker, min(timeout_s, FACT_S), f"{name}: {what}", record,
+                          purify=what != GUARD)
+        if theorem is None:
+            return None
+        facts[GUARD if what == GUARD else INDEX].append(theorem)
+    # the index facts read tap by tap, as each read's whole index: then the last step is free of arithmetic
+    pieces = [r.arg(0) for r in pairing.mine] + [p for r in pairing.theirs for p in _pieces(r.arg(0))] + \
+        pairing.conditions
+    premise, glued = conj(*facts[INDEX]), []
+    for statement in glue:   # one at a time: all in one query is far harder
+        theorem = _step(premise, statement, pieces, checker, min(timeout_s, FACT_S), f"{name} (reads)", record)
+        if theorem is None:
+            return None
+        glued.append(theorem)
+    indices = conj(*glued)
+    whole = [r.arg(0) for r in pairing.mine + pairing.theirs] + pairing.guards + pairing.conditions
+    return _step(conj(*facts[GUARD], indices), claim, whole, checker, timeout_s, f"{name} (tap by tap)", record)
+
+
+def _step(premise: Theorem, claim: z3.BoolRef, atoms: list[z3.ExprRef], checker: Checker, timeout_s: float,
+          name: str, record) -> Theorem | None:
+    """⊢ claim by `mp` of ⊢ premise → claim, proved with `atoms` read as symbols (`by_atoms`), or None."""
+    distinct = list({a.get_id(): a for a in atoms}.values())
+    try:
+        step = by_atoms(z3.Implies(premise.conclusion, claim), distinct, checker, timeout_s, name)
+    except Refused as refused:
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
+        return None
+    record(*step.evidence[0])
+    return mp(step, premise)
+
+
+def _covered(pairing: _Pairing, taken: list[tuple[z3.BoolRef, z3.ExprRef]], own: set) -> list[tuple[str, z3.BoolRef]]:
+    """Statements that every leaf of every reference read reads a tap the kernel takes, each on its path. A leaf
+    that keeps a shared If (the first tap inside) is stated once, whatever the read's own path, split on the
+    shared If's own cases instead; a kernel tap's own leaf is not stated again."""
+    out, seen = [], set()
+    for _, (path, leaf) in pairing.leaves:
+        whole = any(t.get_id() in pairing.shared for t in subterms(leaf))
+        cases = _leaves(leaf, set()) if whole else [(path, leaf)]
+        for case_path, case in cases:
+            p = z3.And(*case_path) if case_path else z3.BoolVal(True)
+            key = (case.get_id(), p.get_id())
+            if key in seen or key in own:
+                continue
+            seen.add(key)
+            under = z3.And(pairing.hypothesis, p)
+            out.append(("a reference tap is one the kernel takes",
+                        z3.Implies(under, z3.Or(*[z3.And(q, _same(case, tap, pairing.pieces))
+                                                  for q, tap in pairing.candidates(under, case, taken)]))))
+    return out
+
+
+def _same(a: z3.ExprRef, b: z3.ExprRef, pieces: set[int]) -> z3.BoolRef:
+    """a = b, stated as the equality of the one pair of subterms where they differ when they share everything
+    else (`base + (o + 3k)` and `base + (o + u)`), down to the pieces the last step reads as symbols: the
+    solver need not bit-blast the common context, and in the last step a = b follows by congruence."""
+    while z3.is_app(a) and z3.is_app(b) and a.decl().eq(b.decl()) and a.num_args() == b.num_args() > 0 and \
+            a.get_id() not in pieces and b.get_id() not in pieces:
+        apart = [(x, y) for x, y in zip(a.children(), b.children(), strict=True) if not x.eq(y)]
+        if len(apart) != 1:
+            break
+        a, b = apart[0]
+    return a == b
+
+
+def _remainders(claim: z3.BoolRef) -> list[z3.ExprRef]:
+    """The terms a - bvudiv_i(a, c)·c of `claim` (a thread's position in its row, decoded from a flat index)."""
+    out = []
+    for t in subterms(claim):
+        if z3.is_app_of(t, z3.Z3_OP_BSUB) and z3.is_app_of(t.arg(1), z3.Z3_OP_BMUL) and \
+                any(z3.is_app(c) and c.decl().name() == "bvudiv_i" for c in t.arg(1).children()):
+            out.append(t)
+    return out
+
+
+def _proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, record,
+            purify: bool = False) -> Theorem | None:
+    """⊢ claim, first for every value of its remainders (`by_atoms`: a tap's offset in the window is all that
+    matters, and the solver need not bit-blast a 64-bit division), else as it stands."""
+    remainders = _remainders(claim)
+    if remainders:
+        try:
+            theorem = by_atoms(claim, remainders, checker, min(timeout_s, GENERAL_S), name)
+            record(*theorem.evidence[0])
+            return theorem
+        except Refused:
+            pass
+    try:
+        theorem = by_smt(claim, checker, timeout_s, name, "equivalence", purify=purify)
+    except Refused as refused:
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
+        return None
+    record(*theorem.evidence[0])
+    return theorem
