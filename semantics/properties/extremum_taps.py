@@ -35,6 +35,7 @@ from semantics.properties.guarded_reads import MIN_READS, model_of, models_of
 from semantics.terms import reaching, subterms
 
 FACT_S = 20.0      # at most this long for one fact
+REFINE_MS = 500    # a refining model asked this long: an unsat query (no other tap) is as hard as the fact
 REFINE = 8         # models added to tell apart two conditions that agree on every model so far
 MAX_LEAVES = 16    # cases of one reference index (a window's tap, or the first tap inside in a few forms)
 GENERAL_S = 2.0    # at most this long for a fact stated for every value of its remainders
@@ -111,6 +112,8 @@ class _Pairing:
         guards = {a.get_id(): a for c in real_conditions(kernel) for a in _atoms(c)}
         self.guards = list(guards.values())
         self.hypothesis = hypothesis
+        self._signatures: dict[tuple[int, int], tuple[bool, ...]] = {}
+        self._values: dict[tuple[int, int], bool | int] = {}
         self.pieces = {p.get_id() for r in self.theirs for p in _pieces(r.arg(0))}
         self.models = models_of(hypothesis, self.conditions)
 
@@ -119,23 +122,23 @@ class _Pairing:
         on the path: of such leaves, the one on the most models."""
         best, count = None, 0
         for r, (path, index) in self.leaves:
-            on = [m for m in self.models if all(_value(m, c) for c in path)]
-            if len(on) > count and all(_value(m, index) == _value(m, read.arg(0)) for m in on) and \
+            on = [m for m in self.models if all(self.value(m, c) for c in path)]
+            if len(on) > count and all(self.value(m, index) == self.value(m, read.arg(0)) for m in on) and \
                     r.decl().eq(read.decl()):
                 best, count = (r, path, index), len(on)
         return best
 
-    def candidates(self, under: z3.BoolRef, leaf: z3.BitVecRef,
-                   taken: list[tuple[z3.BoolRef, z3.ExprRef]]) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
+    def candidates(self, under: z3.BoolRef, leaf: z3.BitVecRef, taken: list[tuple[z3.BoolRef, z3.ExprRef]],
+                   refine: bool) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
         """The kernel taps (where taken, the reference index each reads there) that the leaf reads in some model
-        of `under`: from the models so far, then from a model of `under` where none of them is (at most REFINE
-        times); every tap if none."""
+        of `under`: from the models so far, then, with `refine` (a fallback that reads one of several taps), from
+        a model of `under` where none of them is (at most REFINE times, each asked briefly); every tap if none."""
         def agrees(m: z3.ModelRef, q: z3.BoolRef, tap: z3.ExprRef) -> bool:
-            return _value(m, q) and _value(m, leaf) == _value(m, tap)
-        on = [m for m in self.models if _value(m, under)]
+            return self.value(m, q) and self.value(m, leaf) == self.value(m, tap)
+        on = [m for m in self.models if self.value(m, under)]
         chosen = [(q, tap) for q, tap in taken if any(agrees(m, q, tap) for m in on)]
-        for _ in range(REFINE):
-            other = model_of(under, [z3.Not(z3.Or(*[z3.And(q, leaf == tap) for q, tap in chosen]))])
+        for _ in range(REFINE if refine else 0):
+            other = model_of(under, [z3.Not(z3.Or(*[z3.And(q, leaf == tap) for q, tap in chosen]))], REFINE_MS)
             if other is None:
                 break
             more = [(q, tap) for q, tap in taken if agrees(other, q, tap) and (q, tap) not in chosen]
@@ -146,17 +149,61 @@ class _Pairing:
 
     def fixed(self, condition: z3.BoolRef) -> z3.BoolRef | None:
         """The condition, or its negation, where it has one value in every model (then a fact to prove)."""
-        values = {_value(m, condition) for m in self.models}
-        return None if len(values) != 1 else condition if values.pop() else z3.Not(condition)
+        values = {self.value(m, condition) for m in self.models}
+        if len(values) != 1:
+            return None
+        fixed = condition if values.pop() else z3.Not(condition)
+        other = model_of(self.hypothesis, [z3.Not(fixed)], REFINE_MS)   # it only looked fixed: told apart
+        if other is None:
+            return fixed
+        self.models.append(other)
+        return None
+
+    def value(self, model: z3.ModelRef, term: z3.ExprRef):
+        """`term` in `model`, memoised: the pairing asks the same leaves and tests of every model many times."""
+        key = (id(model), term.get_id())
+        if key not in self._values:
+            self._values[key] = _value(model, term)
+        return self._values[key]
+
+    def signature(self, condition: z3.BoolRef) -> tuple[bool, ...]:
+        """The condition's values in the models so far (memoised per model count: refinement adds models)."""
+        key = (condition.get_id(), len(self.models))
+        if key not in self._signatures:
+            self._signatures[key] = tuple(self.value(m, condition) for m in self.models)
+        return self._signatures[key]
+
+    def twins(self, fixed: set[int]) -> list[tuple[z3.BoolRef, z3.BoolRef]]:
+        """Pairs of reference conditions with one value in every model (a tap test written twice, `URem(1, 4)`
+        and `URem(5, 4)`), those that hold or fail throughout left out: said equal, or the symbols of the last
+        step forget that they are."""
+        out = []
+        for _ in range(REFINE):
+            first: dict[tuple[bool, ...], z3.BoolRef] = {}
+            out = []
+            for d in (d for d in self.conditions if d.get_id() not in fixed):
+                seen = first.setdefault(self.signature(d), d)
+                if seen is not d:
+                    out.append((seen, d))
+            apart = next((m for m in (model_of(self.hypothesis, [z3.Xor(d1, d2)], REFINE_MS) for d1, d2 in out)
+                          if m is not None), None)
+            if apart is None:
+                return out
+            self.models.append(apart)   # two tests that only looked alike: told apart, and asked again
+        return out
 
     def condition(self, guard: z3.BoolRef) -> z3.BoolRef | None:
-        """The reference condition (or its negation) that agrees with the kernel's guard in every model. Where
-        several do, a model of the hypothesis that tells two of them apart joins the models (at most REFINE
-        times): spread-out models rarely fall on the few rows where two taps' tests differ."""
+        """The reference condition, its negation, or (where none is) the conjunction of two or its negation (a
+        2-D tap test `(ih | iw) >> 9 == 0`) that agrees with the kernel's guard in every model. Where several do,
+        a model of the hypothesis that tells two of them apart joins the models (at most REFINE times):
+        spread-out models rarely fall on the few rows where two taps' tests differ."""
         for _ in range(REFINE):
-            mine = [_value(m, guard) for m in self.models]
-            matches = [e for d in self.conditions for e in (d, z3.Not(d))
-                       if [_value(m, e) for m in self.models] == mine]
+            mine = self.signature(guard)
+            flipped = tuple(not v for v in mine)
+            matches = [d if self.signature(d) == mine else z3.Not(d) for d in self.conditions
+                       if self.signature(d) in (mine, flipped)]
+            if not matches:
+                matches = self._conjunctions(mine)
             if len(matches) < 2:
                 return matches[0] if matches else None
             apart = model_of(self.hypothesis, [z3.Xor(matches[0], matches[1])])
@@ -164,6 +211,19 @@ class _Pairing:
                 return matches[0]
             self.models.append(apart)
         return None
+
+    def _conjunctions(self, wanted: tuple[bool, ...]) -> list[z3.BoolRef]:
+        """d1 ∧ d2 or ¬(d1 ∧ d2) over reference conditions of distinct signatures, where it is `wanted`."""
+        kinds = list({self.signature(d): d for d in self.conditions}.items())
+        out = []
+        for n, (one, d1) in enumerate(kinds):
+            for two, d2 in kinds[n + 1:]:
+                both = tuple(a and b for a, b in zip(one, two, strict=True))
+                if both == wanted:
+                    out.append(z3.And(d1, d2))
+                elif tuple(not v for v in both) == wanted:
+                    out.append(z3.Not(z3.And(d1, d2)))
+        return out
 
 
 def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef,
@@ -176,10 +236,6 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
     if not pairing.models:
         return None
     statements = []
-    for d in pairing.conditions:   # a tap inside in every model (a middle tap): said, or the symbols forget it
-        fixed = pairing.fixed(d)
-        if fixed is not None:
-            statements.append((GUARD, z3.Implies(hypothesis, fixed)))
     for guard in pairing.guards:
         d = pairing.fixed(guard)
         if d is None:
@@ -188,6 +244,14 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
                 return None
             d = guard == d
         statements.append((GUARD, z3.Implies(hypothesis, d)))
+    fixed = set()
+    for d in pairing.conditions:   # a tap inside in every model (a middle tap): said, or the symbols forget it
+        known = pairing.fixed(d)
+        if known is not None:
+            fixed.add(d.get_id())
+            statements.append((GUARD, z3.Implies(hypothesis, known)))
+    for d1, d2 in pairing.twins(fixed):
+        statements.append((GUARD, z3.Implies(hypothesis, d1 == d2)))
     taken, own, glue = [], set(), []
     for read in pairing.mine:
         found = pairing.path(read)
@@ -256,7 +320,7 @@ def _covered(pairing: _Pairing, taken: list[tuple[z3.BoolRef, z3.ExprRef]], own:
             under = z3.And(pairing.hypothesis, p)
             out.append(("a reference tap is one the kernel takes",
                         z3.Implies(under, z3.Or(*[z3.And(q, _same(case, tap, pairing.pieces))
-                                                  for q, tap in pairing.candidates(under, case, taken)]))))
+                                                  for q, tap in pairing.candidates(under, case, taken, whole)]))))
     return out
 
 

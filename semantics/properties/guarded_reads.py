@@ -76,9 +76,9 @@ def _models(hypothesis: z3.BoolRef) -> list[z3.ModelRef]:
     return out
 
 
-def model_of(hypothesis: z3.BoolRef, more: list[z3.BoolRef]) -> z3.ModelRef | None:
+def model_of(hypothesis: z3.BoolRef, more: list[z3.BoolRef], timeout_ms: int = 2000) -> z3.ModelRef | None:
     solver = z3.Solver()
-    solver.set("timeout", 2000)
+    solver.set("timeout", timeout_ms)
     solver.add(hypothesis, *more)
     return solver.model() if solver.check() == z3.sat else None
 
