@@ -89,11 +89,17 @@ def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: s
     return by_atoms(claim, outside_binders(claim, COMPREHENSIONS), checker, timeout_s, name)
 
 
+def _sort_tag(t: z3.ExprRef) -> str:
+    return "".join(c for c in t.sort().sexpr() if c.isalnum())
+
+
 def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str) -> Theorem:
     """⊢ claim by `by_smt` of the claim with each of `terms` read as a fresh symbol of its sort, then
     `instantiate` of each symbol back: what holds whatever values those terms have holds of them. `Refused`
     when it is not proved or the symbols do not give the claim back."""
-    atoms = [(t, z3.Const(f"atom!{n}", t.sort())) for n, t in enumerate(terms)]
+    # the sort in the name: a certificate's one term table may hold atom 0 of one proof as a real and of
+    # another as a bit-vector or a truth value
+    atoms = [(t, z3.Const(f"atom!{n}!{_sort_tag(t)}", t.sort())) for n, t in enumerate(terms)]
     theorem = by_smt(z3.substitute(claim, *atoms) if atoms else claim, checker, timeout_s, name, "equivalence")
     for term, atom in atoms:
         theorem = instantiate(theorem, atom, term)
