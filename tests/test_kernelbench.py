@@ -28,7 +28,7 @@ PROPERTY = {"equivalence": "equivalence", "race": "race_freedom", "barrier": "ba
 SUBSET = ["5_matrix_scalar", "14_triu_matmul", "29_softplus", "88_mingpt_new_gelu", "12_diag_matmul_wrong_stride",
           "32_hardtanh_wrong_bound", "44_avgpool1d_padding_off_by_one", "91_cumsum_reverse", "92_cumsum_exclusive",
           "63_conv2d_square", "76_conv1d_wrong_dilation", "57_conv_transpose2d",
-          "36_rmsnorm_no_eps"]
+          "36_rmsnorm_no_eps", "41_maxpool1d_padding_off_by_one"]
 TIMEOUT_S = 600
 
 

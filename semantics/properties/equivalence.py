@@ -217,18 +217,22 @@ def _prove(ob: Obligation, values: Values, checker: Checker, timeout_s: float, r
            result: PropertyResult) -> Outcome:
     """`by_smt` of the lane's claim under its axiom instances (the very obligation `ob`); for a window of
     guarded reads that one query does not decide within WINDOW_QUICK_S, its proof read by read
-    (`semantics.properties.guarded_reads`), and the full query only if that fails. A proved lane's
+    (`semantics.properties.guarded_reads`), and the full query only if that fails; for a padded max window
+    that the one query did not prove, its proof tap by tap (`extremum_taps`). A proved lane's
     theorem joins `result.theorems`; when a tactic rewrote a side (the claim is not the goal), the rewrites
     are undone by kernel rules (`compose.close`) and the theorem stating the goal joins them, or, where a
     tactic gave no equation for its rewrite, the claim's theorem is kept in `result.rewritten` under the goal
     it stands for (`semantics.verdict.established`)."""
     sides = (values.claim, values.kernel_named, values.reference_named)
-    window = next((tactic for tactic in (guarded_reads, extremum_taps) if tactic.applies(*sides)), None)
+    window = guarded_reads.applies(*sides)
     first = _by_smt(ob, values, checker, min(timeout_s, WINDOW_QUICK_S) if window else timeout_s, record)
     if window and isinstance(first, Outcome) and first.status != REFUTED:
         # one query over a padded window's taps is far slower than the taps one by one
-        theorem = window.prove(*sides, values.hypothesis, checker, timeout_s, ob.name, record)
+        theorem = guarded_reads.prove(*sides, values.hypothesis, checker, timeout_s, ob.name, record)
         first = theorem if theorem is not None else _by_smt(ob, values, checker, timeout_s, record)
+    elif isinstance(first, Outcome) and first.status != REFUTED and extremum_taps.applies(*sides):
+        # a padded max window, tap by tap: only once the one query has failed (it is the usual way)
+        first = extremum_taps.prove(*sides, values.hypothesis, checker, timeout_s, ob.name, record) or first
     if isinstance(first, Outcome):
         return first
     theorem, outcome = first, first.evidence[0][1]   # a read-by-read proof's last step: `mp` lists it first
