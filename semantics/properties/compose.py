@@ -22,6 +22,7 @@ from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem, rules
 from semantics.proof.rules import by_smt, instantiate, substitute_under
+from semantics.proof.sums import unroll
 from semantics.terms import outside_binders
 
 
@@ -106,3 +107,28 @@ def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeo
     if not theorem.conclusion.eq(claim):
         raise Refused(f"by_atoms: the atoms of {name} do not give the claim back")
     return theorem
+
+
+def unrolled_windows(kernel: z3.ExprRef, reference: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...], taps,
+                     hypothesis: z3.BoolRef, checker: Checker, timeout_s: float,
+                     record) -> tuple[z3.ExprRef, list[Step]]:
+    """The reference with each application of `decls` (not under a binder) whose `taps` is not None unrolled by
+    the kernel's `unroll`, outermost first (a 2-D window's inner one comes out of its binder once its outer one
+    is unrolled); with the steps that undo it. A refused unroll stops there (its obligation recorded)."""
+    steps: list[Step] = []
+    while True:
+        window = next((w for w in outside_binders(reference, decls) if taps(w) is not None), None)
+        if window is None:
+            return reference, steps
+        lo, hi = window.arg(window.num_args() - 3), window.arg(window.num_args() - 2)   # before the body
+        try:
+            equation = unroll(window, hi.as_long() - lo.as_long(), checker, timeout_s, under=hypothesis)
+        except Refused as refused:
+            if refused.obligation is not None:
+                record(refused.obligation, refused.outcome)
+            return reference, steps
+        record(*equation.evidence[0])
+        conclusion = equation.conclusion
+        terms = (conclusion.arg(1) if z3.is_implies(conclusion) else conclusion).arg(1)
+        steps.append(Step(kernel, reference, equation))
+        reference = z3.substitute(reference, (window, terms))

@@ -27,11 +27,11 @@ import z3
 from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt, conj, mp
+from semantics.proof.rules import conj, mp
 from semantics.properties.atomic_terms import is_read
 from semantics.properties.compose import by_atoms
 from semantics.properties.extremum_windows import conditional, real_conditions
-from semantics.properties.guarded_reads import MIN_READS, model_of, models_of
+from semantics.properties.guarded_reads import MIN_READS, model_of, models_of, proved
 from semantics.terms import reaching, subterms
 
 FACT_S = 20.0      # at most this long for one fact
@@ -114,7 +114,8 @@ class _Pairing:
         self.hypothesis = hypothesis
         self._signatures: dict[tuple[int, int], tuple[bool, ...]] = {}
         self._values: dict[tuple[int, int], bool | int] = {}
-        self.pieces = {p.get_id() for r in self.theirs for p in _pieces(r.arg(0))}
+        self.pieces = [p for r in self.theirs for p in _pieces(r.arg(0))]
+        self.piece_ids = {p.get_id() for p in self.pieces}
         self.models = models_of(hypothesis, self.conditions)
 
     def path(self, read: z3.ExprRef) -> tuple[z3.ExprRef, tuple[z3.BoolRef, ...], z3.BitVecRef] | None:
@@ -276,8 +277,7 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
             return None
         facts[GUARD if what == GUARD else INDEX].append(theorem)
     # the index facts read tap by tap, as each read's whole index: then the last step is free of arithmetic
-    pieces = [r.arg(0) for r in pairing.mine] + [p for r in pairing.theirs for p in _pieces(r.arg(0))] + \
-        pairing.conditions
+    pieces = [r.arg(0) for r in pairing.mine] + pairing.pieces + pairing.conditions
     premise, glued = conj(*facts[INDEX]), []
     for statement in glue:   # one at a time: all in one query is far harder
         theorem = _step(premise, statement, pieces, checker, min(timeout_s, FACT_S), f"{name} (reads)", record)
@@ -319,7 +319,7 @@ def _covered(pairing: _Pairing, taken: list[tuple[z3.BoolRef, z3.ExprRef]], own:
             seen.add(key)
             under = z3.And(pairing.hypothesis, p)
             out.append(("a reference tap is one the kernel takes",
-                        z3.Implies(under, z3.Or(*[z3.And(q, _same(case, tap, pairing.pieces))
+                        z3.Implies(under, z3.Or(*[z3.And(q, _same(case, tap, pairing.piece_ids))
                                                   for q, tap in pairing.candidates(under, case, taken, whole)]))))
     return out
 
@@ -359,11 +359,4 @@ def _proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, re
             return theorem
         except Refused:
             pass
-    try:
-        theorem = by_smt(claim, checker, timeout_s, name, "equivalence", purify=purify)
-    except Refused as refused:
-        if refused.obligation is not None:
-            record(refused.obligation, refused.outcome)
-        return None
-    record(*theorem.evidence[0])
-    return theorem
+    return proved(claim, checker, timeout_s, name, record, purify=purify)

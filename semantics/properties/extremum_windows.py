@@ -18,10 +18,8 @@ import z3
 
 from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, MAX_FROM, MIN_FROM
-from semantics.proof import Refused
-from semantics.proof.sums import unroll
-from semantics.properties.compose import Step
-from semantics.terms import outside_binders, reaching, subterms
+from semantics.properties.compose import Step, unrolled_windows
+from semantics.terms import reaching, subterms
 
 EXTREMA = (MAX_FROM, MIN_FROM)
 MAX_WINDOW = 64   # terms a constant-range reference MaxFrom (nested ones too) unrolls to: a pooling window
@@ -57,25 +55,9 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
             timeout_s: float, record) -> tuple[z3.ExprRef, list[Step]]:
     """The reference with its small constant-range extrema unrolled, when the kernel is a comprehension-free
     conditional extremum; with the steps that undo it (each the kernel's `unroll` equation)."""
-    steps: list[Step] = []
     if reaching(kernel, COMPREHENSIONS) or not conditional(kernel):
-        return reference, steps
-    while True:   # outermost first: a 2-D window's inner extremum comes out of its binder once unrolled
-        window = next((w for w in outside_binders(reference, EXTREMA) if _taps(w) is not None), None)
-        if window is None:
-            return reference, steps
-        try:
-            equation = unroll(window, window.arg(2).as_long() - window.arg(1).as_long(), checker, timeout_s,
-                              under=hypothesis)
-        except Refused as refused:
-            if refused.obligation is not None:
-                record(refused.obligation, refused.outcome)
-            return reference, steps
-        record(*equation.evidence[0])
-        conclusion = equation.conclusion
-        terms = (conclusion.arg(1) if z3.is_implies(conclusion) else conclusion).arg(1)
-        steps.append(Step(kernel, reference, equation))
-        reference = z3.substitute(reference, (window, terms))
+        return reference, []
+    return unrolled_windows(kernel, reference, EXTREMA, _taps, hypothesis, checker, timeout_s, record)
 
 
 def _taps(term: z3.ExprRef) -> int | None:

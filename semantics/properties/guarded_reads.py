@@ -141,20 +141,21 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
         same_index = z3.Implies(z3.And(hypothesis, g), x.arg(0) == x2.arg(0))
         for what, fact in (("is taken where the reference's is", z3.Implies(hypothesis, g == g2)),
                            ("reads where the reference's does", same_index)):
-            theorem = _proved(fact, checker, min(timeout_s, FACT_S), f"{name}: a kernel tap {what}", record)
+            theorem = proved(fact, checker, min(timeout_s, FACT_S), f"{name}: a kernel tap {what}", record)
             if theorem is None:
                 return None
             facts.append(theorem)
     together = conj(*facts)
-    step = _proved(z3.Implies(together.conclusion, claim), checker, timeout_s, f"{name} (read by read)", record,
+    step = proved(z3.Implies(together.conclusion, claim), checker, timeout_s, f"{name} (read by read)", record,
                    with_facts=True)
     return None if step is None else mp(step, together)
 
 
-def _proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, record,
-            with_facts: bool = False) -> Theorem | None:
+def proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, record, with_facts: bool = False,
+           purify: bool = False) -> Theorem | None:
+    """⊢ claim by `by_smt` (its obligation recorded either way), or None."""
     try:
-        theorem = by_smt(claim, checker, timeout_s, name, "equivalence", with_facts=with_facts)
+        theorem = by_smt(claim, checker, timeout_s, name, "equivalence", with_facts=with_facts, purify=purify)
     except Refused as refused:
         if refused.obligation is not None:
             record(refused.obligation, refused.outcome)

@@ -28,12 +28,11 @@ import z3
 from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, SUM
 from semantics.proof import Refused, Theorem
-from semantics.proof.sums import unroll
 from semantics.properties import extremum_windows, guarded_trees
-from semantics.properties.compose import Step, by_atoms
+from semantics.properties.compose import Step, by_atoms, unrolled_windows
 from semantics.properties.guarded_trees import atoms as _atoms
 from semantics.properties.unions import summands
-from semantics.terms import outside_binders, reaching, subterms
+from semantics.terms import reaching, subterms
 
 ZERO = z3.RealVal(0)
 MAX_WINDOW = 64   # terms a constant-range reference Sum (nested ones too) unrolls to against a comprehension-free
@@ -95,21 +94,8 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
     kernel = pulled
     if reaching(kernel, COMPREHENSIONS):
         return kernel, reference, steps
-    while True:   # outermost first: a 2-D or 3-D window's inner Sums come out of its binder once it is unrolled
-        window = next((w for w in outside_binders(reference, (SUM,)) if _taps(w) is not None), None)
-        if window is None:
-            return kernel, reference, steps
-        try:
-            equation = unroll(window, window.arg(1).as_long() - window.arg(0).as_long(), checker, timeout_s,
-                              under=hypothesis)
-        except Refused as refused:
-            record(refused.obligation, refused.outcome)
-            return kernel, reference, steps
-        record(*equation.evidence[0])
-        conclusion = equation.conclusion
-        terms = (conclusion.arg(1) if z3.is_implies(conclusion) else conclusion).arg(1)
-        steps.append(Step(kernel, reference, equation))
-        reference = z3.substitute(reference, (window, terms))
+    reference, unrolled = unrolled_windows(kernel, reference, (SUM,), _taps, hypothesis, checker, timeout_s, record)
+    return kernel, reference, steps + unrolled
 
 
 def _taps(term: z3.ExprRef) -> int | None:
