@@ -10,8 +10,11 @@ interpreter and LARK's imports). Three runs of the same task:
 * warm: the first run's cache again.
 
 Also the import time of the CLI alone and of the verifier's modules, and the capture and nvcc costs on
-their own. A benchmark, not a test: it asserts nothing (DESIGN §9).
-`python bench/cold_start.py [examples/relu_64x64/lark.toml]`.
+their own. Then the same first two runs through `lark serve`, as a code-generation farm sends kernels: each
+a fresh server process on its own fresh cache (the second holding only the capture), warmed by one job of
+another task (`--warm-up`), so that its worker and the worker's warm capture worker are running; the figure
+is the submitted task's time from submission to verdict. A benchmark, not a test: it asserts nothing
+(DESIGN §9). `python bench/cold_start.py [examples/relu_64x64/lark.toml]`.
 """
 
 from __future__ import annotations
@@ -23,11 +26,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_TASK = REPO / "examples" / "relu_64x64" / "lark.toml"
+DEFAULT_WARM_UP = REPO / "examples" / "bias_add_broadcast_2d"
 STAGE = re.compile(r"^\[lark\] (?P<stage>.+) \.\.\.$")
 
 
@@ -53,6 +58,28 @@ def timed_verify(task: Path, cache: Path) -> tuple[float, list[tuple[str, float]
     return end - start, stages, out.splitlines()[0] if out else f"exit {proc.returncode}"
 
 
+def timed_served(task: Path, cache: Path, warm_up: Path) -> tuple[float, str]:
+    """(seconds from submission to verdict, verdict line) of `task` sent to a fresh `lark serve` on `cache`,
+    after one job of `warm_up` (the server's worker process and its capture worker are then warm)."""
+    from orchestrator.client import read_task, submit
+
+    command = [sys.executable, "-c", "from orchestrator.cli import main; main()", "serve", "--port", "0",
+               "--db", str(cache / "jobs.db")]
+    server = subprocess.Popen(command, env=environment(cache), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                              text=True, cwd=REPO)
+    try:
+        address = "127.0.0.1:" + re.search(r"listening on [^:]+:(\d+)", server.stderr.readline()).group(1)
+        threading.Thread(target=server.stderr.read, daemon=True).start()     # never let its stderr fill up
+        submit(address, read_task(warm_up), wait=True)
+        time.sleep(1.0)                      # the warm-up's last writes settle
+        start = time.perf_counter()
+        result = submit(address, read_task(task), wait=True).result
+        return time.perf_counter() - start, f"{result.name}: {result.verdict}"
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
 def timed_python(code: str, cache: Path) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], env=environment(cache), check=True, cwd=REPO)
@@ -69,6 +96,8 @@ def report(label: str, run: tuple[float, list[tuple[str, float]], str]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("task", nargs="?", type=Path, default=DEFAULT_TASK)
+    parser.add_argument("--warm-up", type=Path, default=DEFAULT_WARM_UP,
+                        help="the task a server verifies first (another kernel and reference)")
     args = parser.parse_args()
     task = args.task.resolve()
     with tempfile.TemporaryDirectory(prefix="lark-cold-start-") as tmp:
@@ -77,6 +106,9 @@ def main() -> None:
         shutil.copytree(scratch / "cold" / "ref", scratch / "captured" / "ref")
         captured = timed_verify(task, scratch / "captured")
         warm = timed_verify(task, scratch / "cold")
+        served_cold = timed_served(task, scratch / "served-cold", args.warm_up.resolve())
+        shutil.copytree(scratch / "cold" / "ref", scratch / "served-captured" / "ref")
+        served_captured = timed_served(task, scratch / "served-captured", args.warm_up.resolve())
         imports = {
             "python alone": timed_python("pass", scratch / "x"),
             "import orchestrator.cli": timed_python("import orchestrator.cli", scratch / "x"),
@@ -89,6 +121,9 @@ def main() -> None:
     report("warm", warm)
     for label, seconds in imports.items():
         print(f"{label:32} {seconds:6.2f} s (a fresh process)")
+    print(f"lark serve, a fresh server per run, warmed by one job of {args.warm_up.name}")
+    for label, (seconds, verdict) in (("fully cold", served_cold), ("reference captured", served_captured)):
+        print(f"{label:24} {seconds:6.2f} s   {verdict}")
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ from lean_pool.cancel import CancelToken
 from orchestrator.job import VERDICT, Event, run_sources, unknown
 from orchestrator.jobs_db import CANCELLED, DONE, JobStore, Request, cancelled_result
 from orchestrator.result import Result
+from semantics.torch.capture import keep_warm
 
 if TYPE_CHECKING:
     from actors.service import ClusterSpec
@@ -42,7 +43,9 @@ IDLE_S = 1.0          # how long an idle worker sleeps between looks at the queu
 
 def _child(conn: Connection, cluster: ClusterSpec | None = None) -> None:
     """A worker's child process: run the jobs the pipe brings, send back their events and results. With a
-    `cluster`, each job's obligations go to its checker actors (`actors.service`)."""
+    `cluster`, each job's obligations go to its checker actors (`actors.service`). It keeps a warm capture
+    worker (started now, while no job waits): a reference not captured before costs a fork, not seconds."""
+    keep_warm()
     jobs: queue.Queue = queue.Queue()
     lock = threading.Lock()
     cancelled: set[str] = set()
@@ -148,7 +151,7 @@ class WorkerPool:
             self._cancels.add(job_id)
 
     def _work(self) -> None:
-        child: _Child | None = None
+        child: _Child | None = _Child(self.cluster)     # started before any job, so that it is warm for the first
         try:
             while not self._stopping.is_set():
                 with self._wake:
@@ -167,7 +170,7 @@ class WorkerPool:
                 self.store.finish(job_id, result, state)
                 if not alive:
                     child.stop()
-                    child = None
+                    child = None if self._stopping.is_set() else _Child(self.cluster)
         finally:
             if child is not None:
                 child.stop()

@@ -88,6 +88,17 @@ def test_a_verified_task_streams_queued_stages_and_its_verdict(stub):
     assert stream[-1].verdict.verdict == "verified"
 
 
+def test_a_new_reference_is_captured_by_the_workers_warm_capture_worker(stub, tmp_path):
+    """Each worker keeps a serving capture worker (issue 19 item 9). The reference reads its own command line
+    (reading is free in the sandbox): relu when a serving worker runs it, x * 2 when a one-shot worker does,
+    so the relu kernel verifies only through the warm one. Unique to this run, so no cache answers it."""
+    folder = copy_task(tmp_path, "relu_64x64", f"served_{uuid.uuid4().hex[:8]}")
+    ref = (folder / "ref.py").read_text().replace("return torch.relu(x)", "return torch.relu(x) if SERVED else x * 2")
+    ref += f"\n\nSERVED = b'--serve' in open('/proc/self/cmdline', 'rb').read()  # {uuid.uuid4().hex}\n"
+    (folder / "ref.py").write_text(ref)
+    assert result_of(events(stub, folder))["verdict"] == "verified"
+
+
 def test_a_refuted_task_streams_its_counterexample_before_the_verdict(stub):
     stream = events(stub, EXAMPLES / "grid_too_small")
     assert result_of(stream)["verdict"] == "refuted"

@@ -10,6 +10,12 @@ inputs on the meta device — shapes and dtypes only, no storage, so an 8 GiB in
 exports it, decomposes it to core ATen, and sends the encoded graph (graph.py's node format) back on a
 pipe; its own stdout/stderr go to /dev/null so reference prints cannot corrupt the result. The worker
 prints one JSON list on stdout: per source ``{"graph": {...}}`` or ``{"error": "..."}``.
+
+With `--serve` the worker stays (capture.WarmCapture: a server keeps one so that a new reference costs the
+fork, not torch's start): it answers ``{"ready": true}`` once warm, then reads one request per line on
+stdin (``{"source": PATH, "timeout": S}``) and answers each with one entry as above, every answer
+length-prefixed like a child's. It ends when stdin closes. After each reference whatever it left is killed
+and its files removed, so one reference cannot reach the next.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import sys
 import tempfile
@@ -259,6 +266,7 @@ def _child(source: Path, write_fd: int, timeout_s: float, writable: Path) -> Non
     """Forked child: sandboxed working directory, own CPU limit, result on the pipe; never returns. From the
     moment the reference loads, a refused action (sandbox.refuse_outside) ends the child with its error."""
     try:
+        os.setpgid(0, 0)     # its own group, so that what it starts is killed with it (_clear_after)
         cpu = max(1, int(timeout_s) + 1)
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
         devnull = os.open(os.devnull, os.O_RDWR)
@@ -284,14 +292,20 @@ def _child(source: Path, write_fd: int, timeout_s: float, writable: Path) -> Non
 
 def _send(write_fd: int, result: dict[str, Any]) -> None:
     """The result on the pipe, length first, by plain writes (an `open` would reach the audit hook)."""
-    body = canonical_json(result).encode()
-    data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
-    while data:
-        data = data[os.write(write_fd, data):]
+    _frame(write_fd, result)
     os.close(write_fd)
 
 
-def _run_child(source: Path, timeout_s: float, writable: Path) -> dict[str, Any]:
+def _frame(fd: int, result: dict[str, Any]) -> None:
+    body = canonical_json(result).encode()
+    data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _run_child(source: Path, timeout_s: float, writable: Path, client: int | None = None) -> dict[str, Any]:
+    """One reference captured in a forked child. A serving worker passes its stdin as `client`: a client
+    that goes away (stdin readable while it waits for an answer: end of file) ends the child and the worker."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -302,7 +316,12 @@ def _run_child(source: Path, timeout_s: float, writable: Path) -> dict[str, Any]
     try:
         while not _complete(data):
             left = deadline - time.monotonic()
-            if left <= 0 or not select.select([read_fd], [], [], left)[0]:
+            ready = select.select([read_fd] + ([client] if client is not None else []), [], [], max(left, 0))[0]
+            if client in ready:
+                os.kill(pid, signal.SIGKILL)
+                _clear_after(pid, writable)
+                os._exit(0)
+            if left <= 0 or not ready:
                 timed_out = True
                 os.kill(pid, signal.SIGKILL)
                 break
@@ -313,6 +332,7 @@ def _run_child(source: Path, timeout_s: float, writable: Path) -> dict[str, Any]
     finally:
         os.close(read_fd)
     _, status = os.waitpid(pid, 0)
+    _clear_after(pid, writable)
     if timed_out:
         return {"error": f"reference capture timed out after {round(timeout_s, 1):g} s", "timed_out": True}
     if os.WIFSIGNALED(status):
@@ -324,17 +344,36 @@ def _run_child(source: Path, timeout_s: float, writable: Path) -> dict[str, Any]
     return json.loads(data[_LENGTH:])
 
 
+def _clear_after(pid: int, writable: Path) -> None:
+    """Ends whatever a reference started and removes the files it wrote, before the next one runs. As the
+    first process of its PID namespace the worker reaches every process in it (kill(-1) spares itself);
+    without one, the child's process group."""
+    try:
+        os.kill(-1, signal.SIGKILL) if os.getpid() == 1 else os.killpg(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    while True:            # every one of them was killed: wait until each is gone (orphans are ours to reap)
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    for entry in writable.iterdir():
+        shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+
+
 def _complete(data: bytes) -> bool:
     """The result is length-prefixed, so that it is read in full even while a process the reference
     forked still holds the pipe open (the PID namespace kills that one when the worker ends)."""
     return len(data) >= _LENGTH and len(data) - _LENGTH >= int.from_bytes(data[:_LENGTH], "little")
 
 
-def _limit_self(timeout_s: float, count: int) -> None:
+def _limit_self(timeout_s: float, count: int | None) -> None:
     """Limits inherited by every child: no core dumps, no big files, CPU time for the whole batch (each
-    child then lowers its own CPU limit). No address-space limit: torch reserves a lot of it."""
-    cpu = int(_WARM_UP_CPU_S + timeout_s * count) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    child then lowers its own CPU limit; a serving worker, `count` None, has none of its own: it only forks
+    and waits). No address-space limit: torch reserves a lot of it."""
+    if count is not None:
+        cpu = int(_WARM_UP_CPU_S + timeout_s * count) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     resource.setrlimit(resource.RLIMIT_FSIZE, (_MAX_FILE_BYTES, _MAX_FILE_BYTES))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
@@ -349,14 +388,32 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--timeout", type=float, default=180.0)
     parser.add_argument("--writable", type=Path, required=True, help="the one directory it may write in")
-    parser.add_argument("sources", nargs="+", type=Path)
+    parser.add_argument("--serve", action="store_true", help="answer requests on stdin until it closes")
+    parser.add_argument("sources", nargs="*", type=Path)
     ns = parser.parse_args(argv)
-    _limit_self(ns.timeout, len(ns.sources))
+    _limit_self(ns.timeout, None if ns.serve else len(ns.sources))
     try:
         _warm_up()
     except Exception:
         traceback.print_exc()
+    if ns.serve:
+        _serve(ns.writable)
+        return
     results = [_run_child(source, ns.timeout, ns.writable) for source in ns.sources]
     sys.stdout.write(canonical_json(results))
     sys.stdout.flush()
+
+
+def _serve(writable: Path) -> None:
+    """Serve mode: ready, then one answer per request line, until stdin closes (the client is gone)."""
+    out = sys.stdout.fileno()
+    _frame(out, {"ready": True})
+    for line in sys.stdin.buffer:
+        try:
+            request = json.loads(line)
+            source, timeout_s = Path(request["source"]), float(request["timeout"])
+        except (ValueError, KeyError, TypeError) as exc:
+            _frame(out, {"error": f"malformed capture request: {exc!r}"})
+            continue
+        _frame(out, _run_child(source, timeout_s, writable, sys.stdin.fileno()))
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,12 +27,13 @@ from semantics.torch.graph import RefGraph, ScalarSpec, TensorSpec
 
 __all__ = [
     "CaptureTimedOut", "RefGraph", "ReferenceError", "ScalarSpec", "TensorSpec", "capture_reference",
-    "capture_references",
+    "capture_references", "keep_warm",
 ]
 
 _WARM_UP_S = 60.0          # importing torch and a first export, before any reference runs
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]   # the directory holding `semantics/`
 _MAX_STDERR = 4000
+_LENGTH = 8                 # bytes of a serving worker's length prefix (as _capture_worker's)
 
 
 class ReferenceError(Exception):  # the task contract's name (it shadows the builtin weakref error)
@@ -48,7 +52,7 @@ def capture_reference(source: Path, timeout_s: float = 180.0) -> RefGraph:
     path = Path(source).resolve()
     if not path.is_file():
         raise ReferenceError(f"reference file not found: {source}")
-    result = _run_worker([path], timeout_s, wall_s=timeout_s)[0]
+    result = _kept.capture(path, timeout_s) if _kept else _run_worker([path], timeout_s, wall_s=timeout_s)[0]
     if isinstance(result, ReferenceError):
         raise result
     return result
@@ -72,22 +76,26 @@ def capture_references(sources: Sequence[Path], timeout_s: float = 180.0) -> lis
     return results
 
 
+def _start_worker(tmp: str, arguments: list[str], **pipes) -> subprocess.Popen:
+    """The capture subprocess, scrubbed environment, `tmp` its only writable directory, its own session."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.pathsep.join(_import_path()),
+        "HOME": tmp,
+        "TMPDIR": tmp,
+        "LANG": "C.UTF-8",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+    }
+    cmd = [sys.executable, "-m", "semantics.torch._capture_main", "--writable", tmp, *arguments]
+    return subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE, start_new_session=True, **pipes)
+
+
 def _run_worker(paths: list[Path], timeout_s: float, wall_s: float) -> list[RefGraph | ReferenceError]:
     with tempfile.TemporaryDirectory(prefix="lark-capture-") as tmp:
-        env = {
-            "PATH": "/usr/bin:/bin",
-            "PYTHONPATH": os.pathsep.join(_import_path()),
-            "HOME": tmp,
-            "TMPDIR": tmp,
-            "LANG": "C.UTF-8",
-            "OMP_NUM_THREADS": "1",
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTHONHASHSEED": "0",
-        }
-        cmd = [sys.executable, "-m", "semantics.torch._capture_main", "--writable", tmp,
-               "--timeout", str(timeout_s), *map(str, paths)]
-        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = _start_worker(tmp, ["--timeout", str(timeout_s), *map(str, paths)], stdin=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
         try:
             out, err = proc.communicate(timeout=wall_s)
         except subprocess.TimeoutExpired:
@@ -100,13 +108,119 @@ def _run_worker(paths: list[Path], timeout_s: float, wall_s: float) -> list[RefG
         tail = err.decode(errors="replace")[-_MAX_STDERR:]
         return [ReferenceError(f"capture worker failed (exit status {proc.returncode}): {tail}")] * len(paths)
     try:
-        return [_failure(e) if "error" in e else RefGraph.from_data(e["graph"]) for e in json.loads(out)]
+        return [_outcome(entry) for entry in json.loads(out)]
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         return [ReferenceError(f"capture worker gave a malformed result: {exc!r}")] * len(paths)
 
 
-def _failure(entry: dict) -> ReferenceError:
-    return (CaptureTimedOut if entry.get("timed_out") else ReferenceError)(entry["error"])
+def _outcome(entry: dict) -> RefGraph | ReferenceError:
+    """One worker entry read: its graph, or the error it names (raises on a malformed entry)."""
+    if "error" in entry:
+        return (CaptureTimedOut if entry.get("timed_out") else ReferenceError)(entry["error"])
+    return RefGraph.from_data(entry["graph"])
+
+
+def keep_warm() -> None:
+    """From now on this process captures through one warm worker (`warm.WarmCapture`), started now so that it
+    warms up while nothing waits for it. For long-lived processes (a server's workers, Ray actors): a new
+    reference then costs a fork, not torch's start and a first export (seconds)."""
+    global _kept
+    if _kept is None:
+        _kept = WarmCapture()
+        _kept.start()
+
+
+class WarmCapture:
+    """One capture worker in serve mode (`_capture_worker --serve`), kept across captures. Captures run one
+    at a time, each in its own forked child as in a batch, so none can affect another's graph. A worker that
+    dies or overruns a capture's wall time is killed (its session and PID namespace with it) and the next
+    capture starts a new one."""
+
+    SLACK_S = 2.0   # beyond a capture's own limit, how long the worker may take to answer before it is killed
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen | None = None
+        self._tmp: tempfile.TemporaryDirectory | None = None
+        self._ready = False
+        self._stderr: list[str] = []
+
+    @property
+    def pid(self) -> int | None:
+        """The worker's process id (tests: the same worker answered)."""
+        return self._proc.pid if self._proc else None
+
+    def start(self) -> None:
+        with self._lock:
+            self._spawn()
+
+    def capture(self, path: Path, timeout_s: float) -> RefGraph | ReferenceError:
+        """`path`'s graph within `timeout_s` of wall time, the worker's warm-up included if it is not warm yet."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._spawn()
+            try:
+                if not self._ready:
+                    self._ready = self._read(deadline).get("ready", False)
+                left = max(deadline - time.monotonic(), 0.1)
+                self._proc.stdin.write(json.dumps({"source": str(path), "timeout": left}).encode() + b"\n")
+                self._proc.stdin.flush()
+                return _outcome(self._read(time.monotonic() + left + self.SLACK_S))
+            except TimeoutError:
+                self._stop()
+                return CaptureTimedOut(f"reference capture timed out after {round(timeout_s, 1):g} s")
+            except (OSError, EOFError, ValueError, KeyError, TypeError, AttributeError) as exc:
+                tail = "".join(self._stderr)[-_MAX_STDERR:]
+                self._stop()
+                return ReferenceError(f"capture worker failed: {exc!r} {tail}".strip())
+
+    def close(self) -> None:
+        with self._lock:
+            self._stop()
+
+    def _spawn(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="lark-capture-")
+        self._proc = _start_worker(self._tmp.name, ["--serve"], stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+        self._ready, self._stderr = False, []
+        threading.Thread(target=self._drain, args=(self._proc, self._stderr), daemon=True,
+                         name="lark-capture-stderr").start()
+
+    @staticmethod
+    def _drain(proc: subprocess.Popen, kept: list[str]) -> None:
+        """The worker's stderr: sandbox warnings passed on, the rest kept for an error message."""
+        for raw in proc.stderr:
+            line = raw.decode(errors="replace")
+            _pass_on_warnings(raw)
+            kept.append(line)
+            del kept[:-50]
+
+    def _read(self, deadline: float) -> dict:
+        """One length-prefixed answer; TimeoutError past `deadline`, EOFError when the worker is gone."""
+        fd, data = self._proc.stdout.fileno(), b""
+        while len(data) < _LENGTH or len(data) - _LENGTH < int.from_bytes(data[:_LENGTH], "little"):
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise EOFError("the capture worker exited")
+            data += chunk
+        return json.loads(data[_LENGTH:])
+
+    def _stop(self) -> None:
+        if self._proc is not None:
+            _kill_group(self._proc.pid)
+            self._proc.wait()
+            for pipe in (self._proc.stdin, self._proc.stdout):
+                pipe.close()
+            self._proc = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+
+_kept: WarmCapture | None = None
 
 
 def _pass_on_warnings(stderr: bytes) -> None:
