@@ -19,9 +19,11 @@ import z3
 
 from lean_pool.canonical import StructuralDigests
 from lean_pool.checker import PROVED, UNKNOWN, Checker, Obligation, Outcome
+from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem
-from semantics.proof.rules import by_smt
+from semantics.proof.rules import by_smt, instantiate
 from semantics.ptx.neginf import mentions_neg_inf
+from semantics.terms import outside_binders
 
 
 class FiniteOnly:
@@ -54,20 +56,55 @@ class WithSizes:
 
 
 class Through:
-    """Decides an obligation F by `by_smt(¬F)` with the inner checker; each theorem proved joins `theorems`."""
+    """Decides an obligation F by `by_smt(¬F)` with the inner checker; each theorem proved joins `theorems`.
+
+    Where F holds comprehensions outside binders, ¬F is first proved with each read as an atom (a fresh symbol
+    of its sort: `by_smt` of ¬F[atoms], then `instantiate` of each atom by its comprehension, which gives ¬F
+    back exactly): what holds whatever values they have holds of them. Such an obligation names no lambda, which
+    cvc5 cannot read, so `lark check --solver both` re-proves it (a warp's lanes storing one value hold the
+    same Sums in a butterfly's order). When that is not proved, F is asked as it stands."""
+
+    ATOMS_S = 5.0    # the atoms' query, before F as it stands
 
     def __init__(self, inner: Checker, theorems: list[Theorem]):
         self.inner, self.theorems = inner, theorems
         self.name = inner.name
 
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
+        claim = z3.Not(obligation.formula)
         try:
-            theorem = by_smt(z3.Not(obligation.formula), self.inner, timeout_s, obligation.name, obligation.prop,
-                             witness=obligation.witness)
+            theorem = self._over_atoms(claim, obligation, timeout_s) or by_smt(
+                claim, self.inner, timeout_s, obligation.name, obligation.prop, witness=obligation.witness)
         except Refused as refused:
             return refused.outcome
         self.theorems.append(theorem)
         return theorem.evidence[0][1]
+
+    def _over_atoms(self, claim: z3.BoolRef, obligation: Obligation, timeout_s: float) -> Theorem | None:
+        terms = outside_binders(claim, COMPREHENSIONS)
+        if not terms:
+            return None
+        try:
+            return by_atoms(claim, terms, self.inner, min(timeout_s, self.ATOMS_S), obligation.name, obligation.prop)
+        except Refused:
+            return None
+
+
+def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str,
+             prop: str) -> Theorem:
+    """⊢ claim by `by_smt` of the claim with each of `terms` read as a fresh symbol of its sort, then
+    `instantiate` of each symbol back: what holds whatever values those terms have holds of them. `Refused`
+    when it is not proved or the symbols do not give the claim back. (Kernel rules only: a derived rule.)"""
+    # the sort in the name: a certificate's one term table may hold atom 0 of one proof as a real and of
+    # another as a bit-vector or a truth value
+    atoms = [(t, z3.Const(f"atom!{n}!{''.join(c for c in t.sort().sexpr() if c.isalnum())}", t.sort()))
+             for n, t in enumerate(terms)]
+    theorem = by_smt(z3.substitute(claim, *atoms) if atoms else claim, checker, timeout_s, name, prop)
+    for term, atom in atoms:
+        theorem = instantiate(theorem, atom, term)
+    if not theorem.conclusion.eq(claim):
+        raise Refused(f"by_atoms: the atoms of {name} do not give the claim back")
+    return theorem
 
 
 class Known:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import z3
 
 from lean_pool.checker import Checker
+from semantics import checkers
 from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem, rules
 from semantics.proof.rules import by_smt, instantiate, substitute_under
@@ -82,31 +83,19 @@ def simplified(hypothesis: z3.BoolRef, term: z3.ExprRef) -> Theorem:
     return rules.simplified(term, hypothesis)
 
 
-def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str) -> Theorem:
+def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str,
+                  prop: str = "equivalence") -> Theorem:
     """⊢ claim by `by_smt` of the claim with every comprehension outside binders read as an atom (a fresh real),
     then `instantiate` of each atom back: a claim that holds whatever values the comprehensions have (the
     arithmetic joining equations about them) holds of them. The obligation then names no binder, which cvc5
     reads; `Refused` when it is not proved or the atoms do not give the claim back."""
-    return by_atoms(claim, outside_binders(claim, COMPREHENSIONS), checker, timeout_s, name)
+    return by_atoms(claim, outside_binders(claim, COMPREHENSIONS), checker, timeout_s, name, prop)
 
 
-def _sort_tag(t: z3.ExprRef) -> str:
-    return "".join(c for c in t.sort().sexpr() if c.isalnum())
-
-
-def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str) -> Theorem:
-    """⊢ claim by `by_smt` of the claim with each of `terms` read as a fresh symbol of its sort, then
-    `instantiate` of each symbol back: what holds whatever values those terms have holds of them. `Refused`
-    when it is not proved or the symbols do not give the claim back."""
-    # the sort in the name: a certificate's one term table may hold atom 0 of one proof as a real and of
-    # another as a bit-vector or a truth value
-    atoms = [(t, z3.Const(f"atom!{n}!{_sort_tag(t)}", t.sort())) for n, t in enumerate(terms)]
-    theorem = by_smt(z3.substitute(claim, *atoms) if atoms else claim, checker, timeout_s, name, "equivalence")
-    for term, atom in atoms:
-        theorem = instantiate(theorem, atom, term)
-    if not theorem.conclusion.eq(claim):
-        raise Refused(f"by_atoms: the atoms of {name} do not give the claim back")
-    return theorem
+def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str,
+             prop: str = "equivalence") -> Theorem:
+    """`semantics.checkers.by_atoms` (an equivalence step unless `prop` says otherwise)."""
+    return checkers.by_atoms(claim, terms, checker, timeout_s, name, prop)
 
 
 def unrolled_windows(kernel: z3.ExprRef, reference: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...], taps,
