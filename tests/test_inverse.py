@@ -163,3 +163,34 @@ def test_a_split_takes_a_runtime_product_as_one_term():
 def test_a_split_of_nothing_affine_proposes_nothing():
     b, x = z3.BitVec("b", 64), z3.BitVec("x", 64)
     assert split("t", b * x, 2 ** 18) is None
+
+
+RAGGED = 65535     # KernelBench 38's row: 255 full strides of 256 threads and one short by a thread
+
+
+def _first_column(t: z3.BitVecRef) -> z3.BitVecRef:
+    """nvcc's start of the unrolled-by-4 loop of `for (c = t; c < 65535; c += 256)`: t after a prologue of
+    n_t mod 4 iterations (n_t = 256 for t < 255, 255 for t = 255), as an If over bits of t (its shape in
+    the PTX)."""
+    prologue = z3.If(z3.Extract(9, 8, RAGGED + ~t) == 3, z3.BitVecVal(0, 32),
+                     z3.ZeroExt(30, z3.Extract(9, 8, RAGGED + ~t) + 1))
+    return z3.SignExt(32, z3.If(prologue == 0, t, t + 256 * prologue))
+
+
+@pytest.mark.parametrize("lane", range(4))
+def test_an_unrolled_loop_after_a_prologue_decodes(lane):
+    """y[r·65535 + first(t) + 1024·k + 256·lane]: first(t) = t + 256·P(t) is no affine term; its branches share
+    t, so it reads as t + 256·If(...): t from the column modulo 256, then P(t), then k."""
+    index = simplify(65535 * z3.ZeroExt(32, BX) + _first_column(TX) + 1024 * K + 256 * lane)
+    _decodes(index, [BX, TX, K], [(0, 0, 0), (5, 17, 62), (32767, 255, 62), (9, 254, 63)])
+
+
+def test_a_split_through_the_prologue_start_is_exact():
+    """The row split of the same offset: quotient the row, the If part of the remainder (the checker proves
+    the split under the launch's ranges; here z3 checks it for every block, thread and k in range)."""
+    dividend = simplify(65535 * z3.ZeroExt(32, BX) + _first_column(TX) + 1024 * K)
+    quotient, remainder = split("t", dividend, RAGGED)
+    assert z3.eq(simplify(quotient), simplify(z3.ZeroExt(32, BX)))
+    solver = z3.Solver()
+    solver.add(z3.ULT(BX, 32768), z3.ULT(TX, 256), z3.ULT(K, 64), dividend != quotient * RAGGED + remainder)
+    assert solver.check() == z3.unsat

@@ -17,6 +17,8 @@ For the same reason Triton's unrolled columns ((tid & 127) + 128·k) take it off
 
 from __future__ import annotations
 
+import math
+
 import z3
 
 from orchestrator.provers import digits as radix
@@ -180,7 +182,46 @@ def _opaque_linearize(term: z3.ExprRef) -> Linear:
             for c in consts:
                 factor *= _signed(c.as_long(), c.size())
             return _scale(_opaque_linearize(others[0]), factor)
+    if z3.is_app_of(term, z3.Z3_OP_CONCAT) and term.num_args() == 2 and z3.is_bv_value(term.arg(0)) \
+            and term.arg(0).as_long() == 0 or z3.is_app_of(term, z3.Z3_OP_SIGN_EXT):
+        return _opaque_linearize(term.arg(term.num_args() - 1))   # an extension: the same value (a guess)
+    if z3.is_app_of(term, z3.Z3_OP_ITE):
+        return _common_part(term)
+    if z3.is_app_of(term, z3.Z3_OP_EXTRACT) and term.params()[0] == term.arg(0).size() - 1 and term.params()[1]:
+        # the high bits of a byte offset (an element index): a shift, exact where every part is a multiple
+        shifted = _shift_right(_opaque_linearize(term.arg(0)), term.params()[1])
+        if shifted is not None:
+            return shifted
     return {f"opaque!{term.get_id()}": (term, 1)}, 0
+
+
+def _common_part(term: z3.ExprRef) -> Linear:
+    """If(c, a, b) as the variables both branches hold alike (a loop's first column t + 256·P(t): both start at
+    t) plus g times one opaque If of what is left, g the common factor of the rest: the opaque part is then a
+    function of variables decoded without it (`_around_opaque`)."""
+    a, b = (_opaque_linearize(x) for x in term.children()[1:])
+    common = {n: v for n, v in a[0].items() if not n.startswith("opaque!") and b[0].get(n, (None, None))[1] == v[1]}
+    rests = [(_add(f, _scale((common, 0), -1))) for f in (a, b)]
+    factor = math.gcd(*(c for atoms, const in rests for c in (const, *(c for _, c in atoms.values()))))
+    if not factor:
+        return common, 0
+    width = term.size()
+    parts = [_term_of(_scale_down(f, factor), width) for f in rests]
+    opaque = z3.If(term.arg(0), *parts)
+    return _add((common, 0), ({f"opaque!{opaque.get_id()}": (opaque, factor)}, 0))
+
+
+def _scale_down(form: Linear, factor: int) -> Linear:
+    return {k: (t, c // factor) for k, (t, c) in form[0].items()}, form[1] // factor
+
+
+def _term_of(form: Linear, width: int) -> z3.BitVecRef:
+    """Σ c·v + c0 as a term of `width` bits (each part cut or extended to it)."""
+    total = z3.BitVecVal(form[1], width)
+    for term, c in form[0].values():
+        fitted = z3.Extract(width - 1, 0, term) if term.size() > width else z3.ZeroExt(width - term.size(), term)
+        total = total + fitted * c
+    return simplify(total)
 
 
 def _as64(term: z3.BitVecRef) -> z3.BitVecRef:
@@ -232,7 +273,8 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
     if form is None:
         return radix.propose(key, simplify(index), variables, e, linearize, propose) or \
             radix.propose(key, _shifts_as_divisions(simplify(index)), variables, e, linearize, propose) or \
-            radix.propose(key, _shifts_as_divisions(simplify(index), wide=True), variables, e, linearize, propose)
+            radix.propose(key, _shifts_as_divisions(simplify(index), wide=True), variables, e, linearize, propose) \
+            or _around_opaque(simplify(index), variables, e)
     atoms, const = form
     names = {str(v) for v in variables}
     # A variable's high bits next to the variable itself (Triton ORs `tid >> 10` into the block index): guess
@@ -265,6 +307,45 @@ def propose(key: str, index: z3.BitVecRef, variables: list[z3.BitVecRef],
             return None
         hint[variable] = value << int(bits) if bits else value
     return _fitted(hint, {str(v): v for v in variables})
+
+
+def _around_opaque(index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.BitVecRef) -> dict[str, z3.ExprRef] | None:
+    """An index affine but for one term O of the variables times c_O (nvcc's unrolled-by-4 loop after a prologue
+    of n_t mod 4 iterations: 65535·bx + tx + 256·O(tx) + 1024·k + 256·lane). Decoded as: the digits above
+    c_O that it does not divide first (bx = e / 65535), those below it from the rest modulo c_O (tx), then
+    O at those values and the constant off, and the digits c_O divides from what is left, in c_O's units
+    (k = ((rest - tx - 256·lane) / 256 - O(tx)) / 4). A guess the coverage obligation tests."""
+    atoms, const = _opaque_linearize(index)
+    opaque = [(t, c) for name, (t, c) in atoms.items() if name.startswith("opaque!")]
+    by_name = {str(v): v for v in variables}
+    plain = [(name, c) for name, (_, c) in atoms.items() if not name.startswith("opaque!")]
+    if len(opaque) != 1 or opaque[0][1] <= 0 or any(n not in by_name or c <= 0 for n, c in plain):
+        return None
+    term, unit = opaque[0]
+    if const % unit or any(z3.is_var(t) for t in subterms(term)):
+        return None
+    high = sorted(((n, c) for n, c in plain if c > unit and c % unit), key=lambda d: -d[1])
+    low = sorted(((n, c) for n, c in plain if c < unit), key=lambda d: -d[1])
+    mid = sorted(((n, c // unit) for n, c in plain if c >= unit and not c % unit), key=lambda d: -d[1])
+    hint: dict[str, z3.ExprRef] = {}
+    rest = e
+    for name, c in high:
+        hint[name], rest = z3.UDiv(rest, c), z3.URem(rest, c)
+    below = z3.URem(rest, unit)
+    for name, c in low:
+        hint[name], below = z3.UDiv(below, c), z3.URem(below, c)
+    known = _fitted(hint, {n: by_name[n] for n in hint})
+    if any(str(v) in by_name and str(v) not in hint for v in _constants(term)):
+        return None       # O reads a variable decoded only after it
+    at = z3.substitute(term, *((by_name[n], t) for n, t in known.items())) if known else term
+    rest = z3.UDiv(rest - const, unit) - _as64(at)
+    for name, c in mid:
+        hint[name], rest = z3.UDiv(rest, c), z3.URem(rest, c)
+    return _fitted(hint, by_name)
+
+
+def _constants(term: z3.ExprRef) -> list[z3.ExprRef]:
+    return [t for t in subterms(term) if z3.is_const(t) and not z3.is_bv_value(t)]
 
 
 def _fitted(hint: dict[str, z3.ExprRef], by_name: dict[str, z3.BitVecRef]) -> dict[str, z3.ExprRef]:
