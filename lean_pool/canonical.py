@@ -97,12 +97,17 @@ def _canonical_text(obligation: Obligation) -> str:
 # which terms the process made first, so one formula can come out with its disjuncts in another order.
 COMMUTATIVE = {z3.Z3_OP_AND, z3.Z3_OP_OR, z3.Z3_OP_XOR, z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT, z3.Z3_OP_ADD,
                z3.Z3_OP_MUL, z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR}
+# ... and associative as well: z3 nests one n-ary sum differently in two processes ((a + b) + c + d against
+# (c + b) + a + d, seen in a memory-safety goal of vector_add_grid_stride), so their arguments are flattened
+ASSOCIATIVE = COMMUTATIVE - {z3.Z3_OP_EQ, z3.Z3_OP_DISTINCT}
 
 
 def structural_digest(formula: z3.ExprRef) -> str:
-    """A digest equal for two formulas that differ at most in the order of commutative arguments: each node
-    is its operator, sort and its children's digests (sorted under a commutative operator); constants keep
-    their names. For comparing one obligation derived twice, not for caching (no alpha-renaming)."""
+    """A digest equal for two formulas that differ at most in the order of commutative arguments and the nesting
+    of associative ones: each node is its operator, sort and its children's digests (sorted under a commutative
+    operator; an argument that is the same associative operator at the same sort contributes its own arguments);
+    constants keep their names. For comparing one obligation derived twice, not for caching (no
+    alpha-renaming)."""
     return StructuralDigests().digest(formula)
 
 
@@ -112,6 +117,7 @@ class StructuralDigests:
 
     def __init__(self) -> None:
         self.digests: dict[int, str] = {}
+        self.flat: dict[int, tuple[str, list[str]]] = {}   # an associative node: (its head, its flattened parts)
         self.roots: list[z3.ExprRef] = []
         self.printer: _Printer | None = None
 
@@ -137,10 +143,15 @@ class StructuralDigests:
                 continue
             parts = [digests[k] for k, _ in children]
             if z3.Z3_get_ast_kind(printer.ref, ast) == z3.Z3_APP_AST:
-                if z3.Z3_get_decl_kind(printer.ref, z3.Z3_get_app_decl(printer.ref, ast)) in COMMUTATIVE:
-                    parts.sort()
+                kind = z3.Z3_get_decl_kind(printer.ref, z3.Z3_get_app_decl(printer.ref, ast))
                 head = printer.decl(ast)[0] if parts else z3.Z3_ast_to_string(printer.ref, ast)  # (a name, a value)
                 node = f"{head}:{printer.sort(ast)}"
+                if kind in ASSOCIATIVE and parts:
+                    parts = [d for k, _ in children
+                             for d in (self.flat[k][1] if self.flat.get(k, ("",))[0] == node else [digests[k]])]
+                    self.flat[i] = (node, parts)
+                if kind in COMMUTATIVE:
+                    parts.sort()
             else:
                 node = printer.line(i, ast, [])     # a quantifier's kind and bound sorts, or a bound variable
             digests[i] = hashlib.sha256(f"{node}({','.join(parts)})".encode()).hexdigest()
