@@ -73,21 +73,24 @@ class Through:
     def check(self, obligation: Obligation, timeout_s: float) -> Outcome:
         claim = z3.Not(obligation.formula)
         try:
-            theorem = self._over_atoms(claim, obligation, timeout_s) or by_smt(
-                claim, self.inner, timeout_s, obligation.name, obligation.prop, witness=obligation.witness)
+            theorem = over_atoms(claim, self.inner, min(timeout_s, self.ATOMS_S), obligation.name, obligation.prop) \
+                or by_smt(claim, self.inner, timeout_s, obligation.name, obligation.prop, witness=obligation.witness)
         except Refused as refused:
             return refused.outcome
         self.theorems.append(theorem)
         return theorem.evidence[0][1]
 
-    def _over_atoms(self, claim: z3.BoolRef, obligation: Obligation, timeout_s: float) -> Theorem | None:
-        terms = outside_binders(claim, COMPREHENSIONS)
-        if not terms:
-            return None
-        try:
-            return by_atoms(claim, terms, self.inner, min(timeout_s, self.ATOMS_S), obligation.name, obligation.prop)
-        except Refused:
-            return None
+
+def over_atoms(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, prop: str) -> Theorem | None:
+    """⊢ claim by `by_atoms` with every comprehension outside binders as an atom, or None where the claim has none
+    or is not proved so (the caller then asks it as it stands)."""
+    terms = outside_binders(claim, COMPREHENSIONS)
+    if not terms:
+        return None
+    try:
+        return by_atoms(claim, terms, checker, timeout_s, name, prop)
+    except Refused:
+        return None
 
 
 def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str,

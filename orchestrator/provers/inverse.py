@@ -24,7 +24,7 @@ import z3
 from orchestrator.provers import digits as radix
 from orchestrator.provers.digits import DIVISIONS
 from semantics.ptx.machine import simplify
-from semantics.terms import subterms
+from semantics.terms import constants, subterms
 
 Linear = tuple[dict[str, tuple[z3.ExprRef, int]], int]
 # A falling thread coordinate (a block's threads storing in reverse order, examples/llm_mirrored_store) is left
@@ -335,17 +335,13 @@ def _around_opaque(index: z3.BitVecRef, variables: list[z3.BitVecRef], e: z3.Bit
     for name, c in low:
         hint[name], below = z3.UDiv(below, c), z3.URem(below, c)
     known = _fitted(hint, {n: by_name[n] for n in hint})
-    if any(str(v) in by_name and str(v) not in hint for v in _constants(term)):
+    if any(str(v) in by_name and str(v) not in hint for v in constants(term)):
         return None       # O reads a variable decoded only after it
     at = z3.substitute(term, *((by_name[n], t) for n, t in known.items())) if known else term
     rest = z3.UDiv(rest - const, unit) - _as64(at)
     for name, c in mid:
         hint[name], rest = z3.UDiv(rest, c), z3.URem(rest, c)
     return _fitted(hint, by_name)
-
-
-def _constants(term: z3.ExprRef) -> list[z3.ExprRef]:
-    return [t for t in subterms(term) if z3.is_const(t) and not z3.is_bv_value(t)]
 
 
 def _fitted(hint: dict[str, z3.ExprRef], by_name: dict[str, z3.BitVecRef]) -> dict[str, z3.ExprRef]:

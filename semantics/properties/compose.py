@@ -83,13 +83,12 @@ def simplified(hypothesis: z3.BoolRef, term: z3.ExprRef) -> Theorem:
     return rules.simplified(term, hypothesis)
 
 
-def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str,
-                  prop: str = "equivalence") -> Theorem:
+def by_arithmetic(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str) -> Theorem:
     """⊢ claim by `by_smt` of the claim with every comprehension outside binders read as an atom (a fresh real),
     then `instantiate` of each atom back: a claim that holds whatever values the comprehensions have (the
     arithmetic joining equations about them) holds of them. The obligation then names no binder, which cvc5
     reads; `Refused` when it is not proved or the atoms do not give the claim back."""
-    return by_atoms(claim, outside_binders(claim, COMPREHENSIONS), checker, timeout_s, name, prop)
+    return by_atoms(claim, outside_binders(claim, COMPREHENSIONS), checker, timeout_s, name)
 
 
 def by_atoms(claim: z3.BoolRef, terms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str,

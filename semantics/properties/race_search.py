@@ -9,8 +9,7 @@ from __future__ import annotations
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation, Outcome
-from semantics.comprehension import COMPREHENSIONS
-from semantics.proof import Refused
+from semantics.checkers import over_atoms
 from semantics.proof.rules import conj
 from semantics.properties import block_slabs
 from semantics.properties.common import (
@@ -27,11 +26,9 @@ from semantics.properties.common import (
     shaped_thread,
     thread_witness,
 )
-from semantics.properties.compose import by_arithmetic
 from semantics.properties.races import OTHER, conflicting_pairs, obligation, warp_wide_obligations
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access
-from semantics.terms import outside_binders
 
 QUICK_S = 1.0   # the plain obligation's first try; a harder global pair goes to the slab lemma first
 ATOMS_S = 10.0  # a warp-wide store's obligation with its comprehensions as atoms, before the plain query
@@ -84,15 +81,12 @@ def _warp_wide(a: Access, thread: Thread, launch: Launch, shared: set[str], chec
 
 
 def _over_atoms(ob: Obligation, checker: Checker, timeout_s: float, record, result: PropertyResult) -> Outcome | None:
-    """The outcome of `ob` proved with each comprehension outside binders read as an atom (`compose.by_arithmetic`),
+    """The outcome of `ob` proved with each comprehension outside binders read as an atom (`checkers.over_atoms`),
     or None where it has none or is not proved so. Lanes that store one value hold the same Sums in another order
     (a butterfly's), which needs no more than that; and the obligation then names no lambda, which cvc5 cannot
     read (`lark check --solver both`)."""
-    if not outside_binders(ob.formula, COMPREHENSIONS):
-        return None
-    try:
-        theorem = by_arithmetic(goal_of(ob), checker, min(timeout_s, ATOMS_S), ob.name, ob.prop)
-    except Refused:
+    theorem = over_atoms(goal_of(ob), checker, min(timeout_s, ATOMS_S), ob.name, ob.prop)
+    if theorem is None:
         return None
     (checked, outcome), = theorem.evidence
     record(checked, outcome)

@@ -121,7 +121,7 @@ def _outcome(entry: dict) -> RefGraph | ReferenceError:
 
 
 def keep_warm() -> None:
-    """From now on this process captures through one warm worker (`warm.WarmCapture`), started now so that it
+    """From now on this process captures through one warm worker (`WarmCapture`), started now so that it
     warms up while nothing waits for it. For long-lived processes (a server's workers, Ray actors): a new
     reference then costs a fork, not torch's start and a first export (seconds)."""
     global _kept
