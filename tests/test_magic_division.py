@@ -95,6 +95,82 @@ def test_an_unbounded_dividend_keeps_a_short_reciprocal_as_it_is():
     assert not _proves(z3.UDiv(x, 7) == exact)    # and rightly: it is wrong near 2^12
 
 
+def _signed_division(x: z3.BitVecRef, m: int, c: int) -> z3.BitVecRef:
+    """What the executor builds for nvcc's `x / d` on a signed int: mul.hi.s, shr.s by c, shr.u by w − 1, add."""
+    w = x.size()
+    h = z3.Extract(2 * w - 1, w, z3.SignExt(w, x) * z3.SignExt(w, z3.BitVecVal(m, w)))
+    q = magic.rewrite(h >> c) if c else h
+    return magic.rewrite(q + magic.rewrite(_shr(h, w - 1)))
+
+
+def _signed_magic(d: int, w: int) -> tuple[int, int]:
+    """nvcc's (M, c) for a signed division by d: the least c with M = ⌈2^(w+c)/d⌉ below 2^(w-1) exact."""
+    for c in range(w):
+        m = -(-(1 << (w + c)) // d)
+        if m < 1 << (w - 1) and (1 << (w - 1)) * (m * d - (1 << (w + c))) <= 1 << (w + c):
+            return m, c
+    raise AssertionError(d)
+
+
+def _truncates(term: z3.BitVecRef, x: z3.BitVecRef, d: int) -> z3.BoolRef:
+    """term = trunc(x/d) as integers, x and term read as signed (d may exceed the signed range of x)."""
+    xi = z3.BV2Int(x, is_signed=True)
+    return z3.BV2Int(term, is_signed=True) == z3.If(xi < 0, -((-xi) / d), xi / d)
+
+
+@pytest.mark.parametrize("d", [3, 5, 6, 9, 10, 100, 641])      # 7: the add form, not read (yet)
+def test_signed_division_is_read_as_truncation(d):
+    """The rewrite is trunc(x/d) (C's `/` on a signed int) for every 12-bit x, negative ones included."""
+    x = z3.BitVec("x", W)
+    m, c = _signed_magic(d, W)
+    exact = _signed_division(x, m, c)
+    assert z3.is_app_of(exact, z3.Z3_OP_ITE), exact
+    assert _proves(exact == x / d)          # z3's bvsdiv truncates towards zero, as C does
+
+
+def test_signed_theorem_holds_exhaustively_at_8_bits():
+    """Every (M, c) the rewrite accepts gives trunc(x/d) for every 8-bit signed x; the rest are left alone."""
+    accepted = 0
+    for m in range(1, 128):
+        for c in range(4):
+            x = z3.BitVec("x", 8)
+            term = _signed_division(x, m, c)
+            if not z3.is_app_of(term, z3.Z3_OP_ITE):
+                continue
+            accepted += 1
+            d = term.arg(2).arg(1).as_long()
+            assert _proves(_truncates(term, x, d)), (m, c)      # for all 256 values of x
+    assert accepted > 20
+
+
+def test_a_wide_product_shifted_is_a_division():
+    """`mul.wide.u32 t, x, M; shr.u64 q, t, 34` (x / 5 of a 32-bit x; here at 8 bits, where the solver's
+    divider is small) reads as a division of the zero-extended x."""
+    for w, m, s, d in ((8, 205, 10, 5), (8, 171, 9, 3)):
+        x = z3.BitVec("x", w)
+        exact = _shr(z3.ZeroExt(w, x) * z3.ZeroExt(w, z3.BitVecVal(m, w)), s)
+        rewritten = magic.rewrite(exact)
+        assert z3.is_app_of(rewritten, z3.Z3_OP_BUDIV) and rewritten.arg(1).as_long() == d, rewritten
+        assert _proves(rewritten == exact)
+    wraps = z3.ZeroExt(4, z3.BitVec("y", 8)) * 0x100            # y·256 can wrap at 12 bits: left alone
+    assert magic.rewrite(_shr(wraps, 9)).eq(_shr(wraps, 9))
+
+
+def test_a_wide_products_high_word_masked_is_a_multiple_of_the_division():
+    """81_conv_transpose2d's row offset: `mul.wide.u32 t, x, M; shr.u64 h, t, 32; cvt.u32.u64; shl 5; and
+    -128` is (x / 5)·128 modulo 2^32 (here at 8 bits: (x / 5)·8 modulo 2^8); the mask reaches the top bit,
+    so bits shifted out do not matter."""
+    x = z3.BitVec("x", 8)
+    wide = z3.ZeroExt(8, x) * z3.ZeroExt(8, z3.BitVecVal(205, 8))          # ⌈2^10/5⌉
+    low = z3.Extract(7, 0, magic.rewrite(_shr(wide, 8)))
+    exact = (low << 1) & 0xF8
+    rewritten = magic.rewrite(exact)
+    assert z3.is_app_of(rewritten, z3.Z3_OP_BMUL) and z3.is_app_of(rewritten.arg(0), z3.Z3_OP_BUDIV), rewritten
+    assert _proves(rewritten == exact)
+    below = (low << 1) & 0x78                   # the mask stops below the top bit and t·2 can exceed it
+    assert magic.rewrite(below).eq(below)
+
+
 def test_a_signed_product_is_left_alone():
     x = z3.BitVec("x", W)
     signed = z3.Extract(2 * W - 1, W, z3.SignExt(W, x) * z3.SignExt(W, z3.BitVecVal(0x5556, W)))

@@ -19,9 +19,24 @@ below makes them equal for every value the dividend can take. Everything is on n
 * Theorem (magic division). If 0 ≤ x ≤ X, d ≥ 1, M·d = 2^n + e with 0 ≤ e and X·e < 2^n, then
   ⌊x·M / 2^n⌋ = ⌊x/d⌋. Proof: write x = q·d + r with 0 ≤ r < d. Then x·M/2^n = x/d + x·e/(d·2^n)
   = q + (r + x·e/2^n)/d, and 0 ≤ x·e/2^n ≤ X·e/2^n < 1, so 0 ≤ r + x·e/2^n < r + 1 ≤ d: the floor is q.
+* Wide product: `zext(x) · c` (mul.wide.u, or a 64-bit mul of a zero-extended 32-bit value) with
+  (2^(w-k) − 1)·c < 2^w, x of w − k bits, is x·c exactly, the floor form (zext(x), c, 0); a shift of it
+  then makes `mul.wide.u32 t, x, M; shr.u64 q, t, s` the floor form (zext(x), M, s).
+* Signed division (nvcc's `x / d` on a signed int): `h = mul.hi.s x, M` (0 < M < 2^(w-1)), then
+  `(h >>ₐ c) + (h >>ₗ (w-1))` (the arithmetic shift absent when c = 0). Theorem: with n = w + c,
+  d = ⌈2^n/M⌉, e = M·d − 2^n and 2^(w-1)·e ≤ 2^n, that is trunc(x/d) for every w-bit signed x, written
+  `If(x <ₛ 0, −((−x) / d), x / d)` (the definition of trunc through the unsigned division). Proof: h >>ₐ c
+  is ⌊x·M/2^n⌋ (floor, x·M/2^w rounded down and shifted arithmetically) and h >>ₗ (w-1) is h's sign,
+  1 exactly when x < 0 (x·M < 0 then, and ≥ 0 otherwise). For x ≥ 0 the floor is ⌊x/d⌋ by the magic
+  division theorem (X = 2^(w-1) − 1, X·e < 2^n). For x = −y < 0, y = q·d + r (0 ≤ r < d, y ≤ 2^(w-1)):
+  y·M/2^n = q + (r + y·e/2^n)/d with 0 < y·e/2^n ≤ 1 (e ≥ 1; e = 0 makes d a power of two, no magic), so
+  0 < r + y·e/2^n ≤ d and ⌈y·M/2^n⌉ = q + 1; then ⌊x·M/2^n⌋ = −q − 1 and the sum is −q = trunc(x/d).
 * X comes from `upper`, an interval bound read off the term's structure (constants, zero extensions,
   shifts, divisions, remainders, masks, sums and products that cannot wrap).
-* Cleared low bits: `(t << a) & c` with c the ones of bits k..h, k ≥ a, t·2^a < 2^(h+1) is (t >> (k-a))·2^k.
+* Cleared low bits: `(t << a) & c` with c the ones of bits k..h, k ≥ a, t·2^a < 2^(h+1) is (t >> (k-a))·2^k;
+  where h is the top bit of the width, for every t, both sides modulo 2^w (bit i ≥ k of each is bit i − a of t).
+* Low half: `Extract(v-1, 0, T)` of a floor form (zext(x), M, n) with x of v bits and T < 2^v is ⌊x·M/2^n⌋
+  (the same integer, which fits), the floor form (x, M, n) (a `cvt.u32.u64` of a mul.wide's shifted product).
 * Nested divisions: ⌊⌊x/a⌋/b⌋ = ⌊x/(a·b)⌋, so `(x >> p) / d` and `(x / d) >> c` become one division when
   the combined divisor fits the width (the rewrite only merges what it built, keeping terms short).
 
@@ -61,6 +76,19 @@ def _mul_hi(term: z3.ExprRef) -> FloorForm | None:
         x, m = _zext_operand(a, w), _value(b)
         if x is not None and m is not None and m < 1 << w:
             return x, m, w
+    return None
+
+
+def _wide(term: z3.ExprRef) -> FloorForm | None:
+    """`zext(x) · c` with c a constant small enough that the product cannot wrap: x·c exactly (n = 0)."""
+    if not z3.is_app_of(term, z3.Z3_OP_BMUL) or term.num_args() != 2:
+        return None
+    w = term.size()
+    for a, b in ((term.arg(0), term.arg(1)), (term.arg(1), term.arg(0))):
+        m = _value(b)
+        if z3.is_app_of(a, z3.Z3_OP_ZERO_EXT) and m is not None and m > 0 and \
+                ((1 << a.arg(0).size()) - 1) * m < 1 << w:
+            return a, m, 0
     return None
 
 
@@ -105,7 +133,65 @@ def floor_form(term: z3.ExprRef) -> FloorForm | None:
     if shifted is not None:
         inner = floor_form(shifted[0])
         return None if inner is None else (inner[0], inner[1], inner[2] + shifted[1])
-    return _mul_hi(term) or _add_form(term)
+    return _mul_hi(term) or _add_form(term) or _wide(term) or _low_half(term)
+
+
+def _low_half(term: z3.ExprRef) -> FloorForm | None:
+    """`Extract(v-1, 0, T)`, T a floor form (zext(x), M, n) with x of v bits and T below 2^v: (x, M, n)."""
+    if not z3.is_app_of(term, z3.Z3_OP_EXTRACT) or term.params()[1] != 0:
+        return None
+    inner = floor_form(term.arg(0))
+    if inner is None or not z3.is_app_of(inner[0], z3.Z3_OP_ZERO_EXT):
+        return None
+    x = inner[0].arg(0)
+    if x.size() != term.size() or upper(term.arg(0)) >= 1 << x.size():
+        return None
+    return x, inner[1], inner[2]
+
+
+def _signed_mul_hi(term: z3.ExprRef) -> tuple[z3.BitVecRef, int] | None:
+    """(x, M) where the term is `mul.hi.s x, M`: Extract(2w-1, w, sext(x) · sext(M)), 0 < M < 2^(w-1)."""
+    if not z3.is_app_of(term, z3.Z3_OP_EXTRACT):
+        return None
+    product = term.arg(0)
+    w = product.size() // 2
+    if term.params() != [2 * w - 1, w] or not z3.is_app_of(product, z3.Z3_OP_BMUL) or product.num_args() != 2:
+        return None
+    for a, b in ((product.arg(0), product.arg(1)), (product.arg(1), product.arg(0))):
+        m = _value(b)
+        if z3.is_app_of(a, z3.Z3_OP_SIGN_EXT) and a.arg(0).size() == w and m is not None and 0 < m < 1 << (w - 1):
+            return a.arg(0), m
+    return None
+
+
+def _arithmetic_shift(term: z3.ExprRef) -> tuple[z3.BitVecRef, int]:
+    """(y, c) where the term is y >>ₐ c for a constant c below the width, else (term, 0)."""
+    if z3.is_app_of(term, z3.Z3_OP_BASHR):
+        c = _value(term.arg(1))
+        if c is not None and c < term.size():
+            return term.arg(0), c
+    return term, 0
+
+
+def _signed_division(term: z3.ExprRef) -> z3.BitVecRef | None:
+    """`(h >>ₐ c) + (h >>ₗ (w-1))` with h = mul.hi.s x, M, as trunc(x/d) (the module docstring's theorem)."""
+    if not z3.is_app_of(term, z3.Z3_OP_BADD) or term.num_args() != 2:
+        return None
+    w = term.size()
+    for quotient, sign in ((term.arg(0), term.arg(1)), (term.arg(1), term.arg(0))):
+        h, c = _arithmetic_shift(quotient)
+        hi, sign_of = _signed_mul_hi(h), _shift_amount(sign)
+        if hi is None or sign_of is None or sign_of[1] != w - 1 or not sign_of[0].eq(h):
+            continue
+        x, m = hi
+        n = w + c
+        d = -(-(1 << n) // m)
+        e = m * d - (1 << n)
+        if e < 1 or (1 << (w - 1)) * e > 1 << n:
+            continue
+        divisor_ = z3.BitVecVal(d, w)
+        return z3.If(x < 0, -z3.UDiv(-x, divisor_), z3.UDiv(x, divisor_))
+    return None
 
 
 def _sum_bound(bounds: list[int], w: int, combine) -> int:
@@ -207,7 +293,7 @@ def _low_cleared(term: z3.ExprRef) -> z3.ExprRef | None:
             continue
         k = (mask & -mask).bit_length() - 1
         h = mask.bit_length() - 1
-        if mask != (1 << (h + 1)) - (1 << k) or k < a or upper(t) << a >= 1 << (h + 1):
+        if mask != (1 << (h + 1)) - (1 << k) or k < a or (h < t.size() - 1 and upper(t) << a >= 1 << (h + 1)):
             continue
         quotient = rewrite(z3.LShR(t, z3.BitVecVal(k - a, t.size())))
         if z3.is_app_of(quotient, z3.Z3_OP_BUDIV):
@@ -216,10 +302,14 @@ def _low_cleared(term: z3.ExprRef) -> z3.ExprRef | None:
 
 
 def rewrite(term: z3.ExprRef) -> z3.ExprRef:
-    """`term` as a division by a constant where it is a floor form the theorem covers; `(x / d) >> c` as
+    """`term` as a division by a constant where it is a floor form the theorem covers, or nvcc's signed
+    division (as trunc(x/d) through unsigned divisions); `(x / d) >> c` as
     x / (d·2^c); a floor form with its low bits cleared as (x / d)·2^k; else `term` unchanged."""
     if not z3.is_bv(term):
         return term
+    signed = _signed_division(term)
+    if signed is not None:
+        return signed
     cleared = _low_cleared(term)
     if cleared is not None:
         return cleared
@@ -227,7 +317,7 @@ def rewrite(term: z3.ExprRef) -> z3.ExprRef:
     if form is not None:
         x, m, n = form
         d = divisor(m, n, upper(x))
-        merged = None if d is None else _merged(x, d)
+        merged = None if d is None or d == 1 else _merged(x, d)
         if merged is not None:
             _BUILT[merged.get_id()] = (merged, form)
             return merged
