@@ -39,13 +39,12 @@ import torch
 from torch.export.graph_signature import InputKind, OutputKind
 from torch.overrides import TorchFunctionMode
 
-from semantics.torch.graph import canonical_json, round_float
+from semantics.torch.graph import canonical_json, frame_complete, framed, round_float, unframed
 from semantics.torch.sandbox import refuse_outside
 
 _MAX_MESSAGE = 4000
 _WARM_UP_CPU_S = 60
 _MAX_FILE_BYTES = 64 << 20
-_LENGTH = 8                 # bytes of the result's length prefix on the pipe
 _SCALARS = {"bool": bool, "int": int, "float": float}
 _SCALAR_DTYPES = {"bool": torch.bool, "int": torch.int64, "float": torch.float32}
 
@@ -297,8 +296,7 @@ def _send(write_fd: int, result: dict[str, Any]) -> None:
 
 
 def _frame(fd: int, result: dict[str, Any]) -> None:
-    body = canonical_json(result).encode()
-    data = memoryview(len(body).to_bytes(_LENGTH, "little") + body)
+    data = memoryview(framed(result))
     while data:
         data = data[os.write(fd, data):]
 
@@ -314,7 +312,7 @@ def _run_child(source: Path, timeout_s: float, writable: Path, client: int | Non
     os.close(write_fd)
     data, deadline, timed_out = b"", time.monotonic() + timeout_s, False
     try:
-        while not _complete(data):
+        while not frame_complete(data):
             left = deadline - time.monotonic()
             ready = select.select([read_fd] + ([client] if client is not None else []), [], [], max(left, 0))[0]
             if client in ready:
@@ -339,9 +337,9 @@ def _run_child(source: Path, timeout_s: float, writable: Path, client: int | Non
         sig = os.WTERMSIG(status)
         why = "exceeded its CPU time limit" if sig == signal.SIGXCPU else f"died with signal {sig}"
         return {"error": f"reference capture process {why}"}
-    if not _complete(data):
+    if not frame_complete(data):
         return {"error": "reference capture process exited without a result"}
-    return json.loads(data[_LENGTH:])
+    return unframed(data)
 
 
 def _clear_after(pid: int, writable: Path) -> None:
@@ -359,12 +357,6 @@ def _clear_after(pid: int, writable: Path) -> None:
             break
     for entry in writable.iterdir():
         shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
-
-
-def _complete(data: bytes) -> bool:
-    """The result is length-prefixed, so that it is read in full even while a process the reference
-    forked still holds the pipe open (the PID namespace kills that one when the worker ends)."""
-    return len(data) >= _LENGTH and len(data) - _LENGTH >= int.from_bytes(data[:_LENGTH], "little")
 
 
 def _limit_self(timeout_s: float, count: int | None) -> None:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from semantics.torch.graph import RefGraph, ScalarSpec, TensorSpec
+from semantics.torch.graph import RefGraph, ScalarSpec, TensorSpec, frame_complete, unframed
 
 __all__ = [
     "CaptureTimedOut", "RefGraph", "ReferenceError", "ScalarSpec", "TensorSpec", "capture_reference",
@@ -33,7 +33,6 @@ __all__ = [
 _WARM_UP_S = 60.0          # importing torch and a first export, before any reference runs
 _PACKAGE_ROOT = Path(__file__).resolve().parents[2]   # the directory holding `semantics/`
 _MAX_STDERR = 4000
-_LENGTH = 8                 # bytes of a serving worker's length prefix (as _capture_worker's)
 
 
 class ReferenceError(Exception):  # the task contract's name (it shadows the builtin weakref error)
@@ -198,7 +197,7 @@ class WarmCapture:
     def _read(self, deadline: float) -> dict:
         """One length-prefixed answer; TimeoutError past `deadline`, EOFError when the worker is gone."""
         fd, data = self._proc.stdout.fileno(), b""
-        while len(data) < _LENGTH or len(data) - _LENGTH < int.from_bytes(data[:_LENGTH], "little"):
+        while not frame_complete(data):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise TimeoutError
@@ -206,7 +205,7 @@ class WarmCapture:
             if not chunk:
                 raise EOFError("the capture worker exited")
             data += chunk
-        return json.loads(data[_LENGTH:])
+        return unframed(data)
 
     def _stop(self) -> None:
         if self._proc is not None:

@@ -81,6 +81,27 @@ def canonical_json(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
 
 
+LENGTH_BYTES = 8        # a capture worker's answer on a pipe: its length, then its canonical JSON
+
+
+def framed(data: Any) -> bytes:
+    """`data` as a capture worker writes it to a pipe: length-prefixed, so that the reader knows when it has
+    all of it even while a process the reference forked still holds the pipe open."""
+    body = canonical_json(data).encode()
+    return len(body).to_bytes(LENGTH_BYTES, "little") + body
+
+
+def frame_complete(received: bytes) -> bool:
+    """Whether `received` holds a whole framed answer."""
+    return len(received) >= LENGTH_BYTES and \
+        len(received) - LENGTH_BYTES >= int.from_bytes(received[:LENGTH_BYTES], "little")
+
+
+def unframed(received: bytes) -> Any:
+    """The answer of a complete frame."""
+    return json.loads(received[LENGTH_BYTES:])
+
+
 @dataclass(frozen=True)
 class RefGraph:
     user_inputs: tuple[TensorSpec | ScalarSpec, ...]
