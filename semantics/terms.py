@@ -152,3 +152,8 @@ def outside_binders(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list
             found.append(_to_expr_ref(ast, ctx))
         todo.extend(raw_arguments(ref, ast))
     return found
+
+
+def is_read(t: z3.ExprRef) -> bool:
+    """An element of an input: an uninterpreted function of one bit-vector index."""
+    return z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() == 1 and z3.is_bv(t.arg(0))

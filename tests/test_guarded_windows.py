@@ -96,6 +96,31 @@ def _negated(claim: z3.BoolRef):
     return Obligation("negated", "equivalence", z3.Not(claim), {})
 
 
+WEIGHT = z3.Function("w", z3.BitVecSort(64), z3.RealSort())
+
+
+def _weighted(chain: z3.ArithRef, tap_weight) -> z3.ArithRef:
+    """A convolution's taps: each read x[at] of a chain times its tap's weight w[k]."""
+    for k in range(TAPS):
+        chain = z3.substitute(chain, (X(z3.SignExt(32, T - 1 + k)), X(z3.SignExt(32, T - 1 + k)) * tap_weight(k)))
+    return chain
+
+
+def test_taps_that_are_products_of_reads_are_paired_read_by_read() -> None:
+    """x[at]·w[k] per tap (a convolution): each read of each product is paired, and the last step, over the
+    taps' tests and reads as atoms, gives exactly the claim; with the weights of two taps swapped, nothing."""
+    w = z3.BitVec("w", 64)
+    tap = z3.ZeroExt(32, T) + w - 1
+    ref = sum_over(0, TAPS, w, z3.If(z3.ULT(tap, 256), X(tap) * WEIGHT(w), z3.RealVal(0)))
+    for weights, holds in ((lambda k: WEIGHT(z3.BitVecVal(k, 64)), True),
+                           (lambda k: WEIGHT(z3.BitVecVal({0: 1, 1: 0}.get(k, k), 64)), False)):
+        kernel, unrolled, _ = guarded_sums.rewrite(_weighted(kernel_chain(), weights), ref, HYP, CHECK, 10.0, record)
+        claim = compose.comparison(HYP, kernel, unrolled)
+        assert len(guarded_reads.pairing(kernel, unrolled, HYP) or ()) == (2 * TAPS if holds else 0)
+        theorem = guarded_reads.prove(claim, kernel, unrolled, HYP, CHECK, 10.0, "lane", record)
+        assert (theorem is not None and theorem.conclusion.eq(claim)) if holds else theorem is None
+
+
 def test_reads_paired_by_models_need_one_partner_each() -> None:
     one = z3.If(inside(0), X(at(0)), z3.RealVal(0))
     assert guarded_reads.pairing(one + one, one, HYP) is None        # two reads against one

@@ -188,6 +188,28 @@ def test_a_nested_kernel_sum_meets_a_nested_reference_sum_by_its_outer_index():
     assert z3.is_const(k2) and k2.eq(r2)
 
 
+@pytest.mark.parametrize("weight_tap, equal", [(lambda k: k, True), (lambda k: 2 - k, False)])
+def test_an_unrolled_inner_window_meets_the_references_window_sum_by_congruence(weight_tap, equal):
+    """A fused depthwise-separable convolution (KernelBench 86): Σ_c pw[c]·(a 3-tap window unrolled, taps past
+    the row skipped) against Σ_c pw[c]·Σ_k (guarded x·w); met by congruence over c only when the kernel's
+    weights are the reference's (flipped taps: no symbol)."""
+    x, w, pw = (z3.Function(n, z3.BitVecSort(64), z3.RealSort()) for n in ("x", "w", "pw"))
+    t = z3.BitVec("tid.x", 64)
+    c, k, q = z3.BitVecs("c k q", 64)
+    window = z3.RealVal(0)
+    for tap in range(3):
+        at = t + tap
+        window = z3.If(z3.ULT(at, 64), window + x(64 * c + at) * w(3 * c + weight_tap(tap)), window)
+    kernel = sum_over(0, 8, c, pw(c) * window)
+    inner = sum_over(0, 3, k, z3.If(z3.ULT(t + k, 64), x(64 * q + t + k) * w(3 * q + k), z3.RealVal(0)))
+    reference = sum_over(0, 8, q, pw(q) * inner)
+    matcher = Matcher(z3.ULT(t, 64), reindex.propose, CHECKER, 10, lambda *_: None, {}, "test")
+    k2, r2 = nested_sums.rewrite(matcher, kernel, reference)
+    assert (z3.is_const(k2) and k2.eq(r2)) == equal
+    if equal:      # and the step that names both sides carries its theorem, undone by kernel rules
+        assert matcher.steps and all(step.equation is not None for step in matcher.steps)
+
+
 ROUND_TRIP = """.version 8.0
 .target sm_90
 .address_size 64

@@ -28,7 +28,7 @@ from semantics.properties.fold import fold
 from semantics.properties.reductions import open_family
 from semantics.properties.unions import summands
 from semantics.ptx.state import Access
-from semantics.terms import constants, mentions, reaching, subterms
+from semantics.terms import constants, is_read, mentions, reaching, subterms
 
 MAX_TERMS = 16   # terms per atomic site (folded templates × unrolled lanes): each one pair of obligations per other
 
@@ -166,11 +166,6 @@ def _by_reads(summands: tuple[z3.ArithRef, ...], own: frozenset[str]) -> list[z3
         merged = (reads.union(*(g[0] for g in joined)), [m for g in joined for m in g[1]] + [u])
         groups = [g for g in groups if not any(g is j for j in joined)] + [merged]
     return [z3.Sum(*members) if len(members) > 1 else members[0] for _, members in groups]
-
-
-def is_read(t: z3.ExprRef) -> bool:
-    """An element of an input: an uninterpreted function of one bit-vector index."""
-    return z3.is_app(t) and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.num_args() == 1 and z3.is_bv(t.arg(0))
 
 
 def _term(inst: Instance, axes: tuple, k: z3.BitVecRef | None, inside: z3.BoolRef, value: z3.ArithRef) -> Instance:

@@ -28,11 +28,10 @@ from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import conj, mp
-from semantics.properties.atomic_terms import is_read
 from semantics.properties.compose import by_atoms
 from semantics.properties.extremum_windows import conditional, real_conditions
 from semantics.properties.guarded_reads import MIN_READS, model_of, models_of, proved
-from semantics.terms import reaching, subterms
+from semantics.terms import is_read, reaching, subterms
 
 FACT_S = 20.0      # at most this long for one fact
 REFINE_MS = 500    # a refining model asked this long: an unsat query (no other tap) is as hard as the fact

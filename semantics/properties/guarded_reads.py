@@ -20,11 +20,11 @@ import random
 import z3
 
 from lean_pool.checker import Checker
+from semantics.checkers import by_atoms
 from semantics.comprehension import COMPREHENSIONS
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt, conj, mp
-from semantics.properties.atomic_terms import is_read
-from semantics.terms import constants, reaching
+from semantics.terms import constants, is_read, reaching, subterms
 
 MIN_READS = 2      # fewer guarded reads: the plain query is small already
 MODELS = 4         # models of the hypothesis the pairing is read off
@@ -32,9 +32,9 @@ FACT_S = 20.0      # at most this long for one fact
 
 
 def _reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
-    """(taken, x[i]) of each outermost guarded read in `term`: x[i] itself (taken always: a tap the compiler
-    knows is inside), or If(g, r, 0) / If(g, 0, r) around a guarded read r (taken when g, resp. ¬g, and r's
-    own condition hold: the tap tests of a 2-D window, one per loop level)."""
+    """(taken, x[i]) of each read of each outermost guarded tap in `term` (`_guarded`): x[i] itself (taken
+    always: a tap the compiler knows is inside), a product of taps, or If(g, r, 0) / If(g, 0, r) around one
+    (the tap tests of a 2-D window, one per loop level)."""
     out, seen, todo = [], set(), [term]
     while todo:
         t = todo.pop()
@@ -43,15 +43,20 @@ def _reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
         seen.add(t.get_id())
         found = _guarded(t)
         if found is not None:
-            out.append(found)
+            out.extend(found)
         elif z3.is_app(t):
             todo.extend(reversed(t.children()))
     return out
 
 
-def _guarded(t: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
+def _guarded(t: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]] | None:
+    """(taken, read) of each read of a guarded tap `t`: a read, a product of reads (a convolution's x·w), or
+    If(g, tap, 0) / If(g, 0, tap) around one (taken when g, resp. ¬g, and the tap's own condition hold)."""
     if is_read(t):
-        return z3.BoolVal(True), t
+        return [(z3.BoolVal(True), t)]
+    if z3.is_mul(t) and z3.is_real(t):
+        factors = [_guarded(f) for f in t.children()]
+        return None if any(f is None for f in factors) else [read for f in factors for read in f]
     if not (z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t)):
         return None
     g, a, b = t.children()
@@ -59,7 +64,7 @@ def _guarded(t: z3.ExprRef) -> tuple[z3.BoolRef, z3.ExprRef] | None:
         if z3.is_rational_value(other) and other.as_fraction() == 0:
             found = _guarded(inner)
             if found is not None:
-                return (test if z3.is_true(found[0]) else z3.And(test, found[0])), found[1]
+                return [((test if z3.is_true(taken) else z3.And(test, taken)), read) for taken, read in found]
     return None
 
 
@@ -138,17 +143,40 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
         return None
     facts = []
     for (g, x), (g2, x2) in pairs:
-        same_index = z3.Implies(z3.And(hypothesis, g), x.arg(0) == x2.arg(0))
+        same_read = z3.Implies(z3.And(hypothesis, g), x == x2)
         for what, fact in (("is taken where the reference's is", z3.Implies(hypothesis, g == g2)),
-                           ("reads where the reference's does", same_index)):
+                           ("reads what the reference's does", same_read)):
             theorem = proved(fact, checker, min(timeout_s, FACT_S), f"{name}: a kernel tap {what}", record)
             if theorem is None:
                 return None
             facts.append(theorem)
     together = conj(*facts)
-    step = proved(z3.Implies(together.conclusion, claim), checker, timeout_s, f"{name} (read by read)", record,
-                   with_facts=True)
+    step = _by_atoms(z3.Implies(together.conclusion, claim), [hypothesis, *_tests(kernel), *_tests(reference),
+                     *(read for pair in pairs for _, read in pair)], checker, timeout_s, name, record) or \
+        proved(z3.Implies(together.conclusion, claim), checker, timeout_s, f"{name} (read by read)", record,
+               with_facts=True)
     return None if step is None else mp(step, together)
+
+
+def _tests(term: z3.ExprRef) -> list[z3.BoolRef]:
+    """The conditions of the real-valued Ifs in `term` (its taps' tests)."""
+    return [t.arg(0) for t in subterms(term) if z3.is_app_of(t, z3.Z3_OP_ITE) and z3.is_real(t)]
+
+
+def _by_atoms(claim: z3.BoolRef, atoms: list[z3.ExprRef], checker: Checker, timeout_s: float, name: str,
+              record) -> Theorem | None:
+    """The last step with the hypothesis, the taps' tests and the reads as atoms (`checkers.by_atoms`): once
+    every read is matched, what is left is arithmetic over them, which the index terms only slow down; None
+    when that does not prove it (the facts may need the axiom instances)."""
+    unique = list({t.get_id(): t for t in atoms}.values())
+    try:
+        theorem = by_atoms(claim, unique, checker, timeout_s, f"{name} (read by read, over atoms)", "equivalence")
+    except Refused as refused:
+        if refused.obligation is not None:
+            record(refused.obligation, refused.outcome)
+        return None
+    record(*theorem.evidence[0])
+    return theorem
 
 
 def proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, record, with_facts: bool = False,

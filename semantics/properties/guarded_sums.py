@@ -94,17 +94,18 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
     kernel = pulled
     if reaching(kernel, COMPREHENSIONS):
         return kernel, reference, steps
-    reference, unrolled = unrolled_windows(kernel, reference, (SUM,), _taps, hypothesis, checker, timeout_s, record)
+    reference, unrolled = unrolled_windows(kernel, reference, (SUM,), window_terms, hypothesis, checker, timeout_s,
+                                           record)
     return kernel, reference, steps + unrolled
 
 
-def _taps(term: z3.ExprRef) -> int | None:
+def window_terms(term: z3.ExprRef) -> int | None:
     """The terms a Sum with constant bounds unrolls to, its inner constant Sums unrolled too, when at most
     MAX_WINDOW; None for a Sum with a symbolic bound (a tensor extent) or an inner one, or too many terms."""
     lo, hi = term.arg(0), term.arg(1)
     if not (z3.is_bv_value(lo) and z3.is_bv_value(hi)):
         return None
-    inner = [_taps(t) for t in subterms(term.arg(2).body()) if z3.is_app(t) and t.decl().eq(SUM)]
+    inner = [window_terms(t) for t in subterms(term.arg(2).body()) if z3.is_app(t) and t.decl().eq(SUM)]
     if any(n is None for n in inner) or reaching(term.arg(2).body(), tuple(c for c in COMPREHENSIONS
                                                                            if not c.eq(SUM))):
         return None

@@ -16,6 +16,11 @@ The premise K(i) = R(i - lo) is proved with i a fresh constant (so for every i) 
 hypothesis and lo ≤ i < lo + n, by a matcher of its own (the bodies' inner Sums are matched the same way,
 which is how three nested loops go) and a final obligation on what it leaves. Only the outer bounds must be
 concrete; the inner ones may depend on i.
+
+A kernel whose inner loop is unrolled (a fused depthwise-separable convolution: Σ_c pw[c] · (a 3 × 3 window
+of guarded taps)) has no Sum in its body while the reference's body holds the window's Sum. The congruence is
+the same; the bodies are then compared as a padded window is (`guarded_sums`: the kernel's guards moved onto
+its summands, the reference's small constant window unrolled), those steps closed with the matcher's.
 """
 
 from __future__ import annotations
@@ -24,11 +29,11 @@ from typing import TYPE_CHECKING
 
 import z3
 
-from semantics.comprehension import SUM, body_at, sum_over
+from semantics.comprehension import COMPREHENSIONS, SUM, body_at, sum_over
 from semantics.proof import Refused, Theorem
 from semantics.proof.rules import by_smt, conj, mp, sym
 from semantics.proof.sums import regroup, reindex_by
-from semantics.properties import compose
+from semantics.properties import compose, guarded_reads, guarded_sums
 from semantics.terms import applies_beyond, reaching
 
 if TYPE_CHECKING:
@@ -104,10 +109,14 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
         theirs = closed_sums(reference)      # both change only when a rewrite ends the round
         ours = closed_sums(kernel)
         closed = {s.get_id() for s in ours}
+        closed_theirs = {s.get_id() for s in theirs}
         for ck in ours:
-            if _bounds(ck) is None or ck.arg(2).body().get_id() not in holding or not loop_nest(ck, closed):
+            if _bounds(ck) is None:
                 continue
+            nest = ck.arg(2).body().get_id() in holding and loop_nest(ck, closed)
             for cr in theirs:
+                if not (nest or _unrolled_nest(ck, cr, closed_theirs)):
+                    continue
                 congruent, equation = _congruent(matcher, ck, cr)
                 if congruent:
                     symbol = matcher._symbol(cr)
@@ -119,6 +128,15 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
             if progress:
                 break
     return kernel, reference
+
+
+def _unrolled_nest(ck: z3.ExprRef, cr: z3.ExprRef, closed: set[int]) -> bool:
+    """Whether the kernel Sum's body holds no comprehension (its inner loop unrolled) while the reference Sum
+    is a loop nest whose inner Sums are small constant windows (`guarded_sums`' unroll reads them)."""
+    if _bounds(cr) is None or reaching(ck.arg(2).body(), COMPREHENSIONS) or not loop_nest(cr, closed):
+        return False
+    inner = closed_sums(_body_at(cr, z3.BitVecVal(0, 64)))
+    return bool(inner) and all(guarded_sums.window_terms(t) is not None for t in inner)
 
 
 def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, Theorem | None]:
@@ -134,17 +152,24 @@ def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, 
         return False, None
     inside = z3.And(matcher.hyp, z3.ULE(ck.arg(0), i), z3.ULT(i, ck.arg(1)))
     sub = matcher.within(inside, key)
-    body_k, body_r = sub.rewrite(_body_at(ck, i), piece)
+    body_k, body_r, windows = guarded_sums.rewrite(_body_at(ck, i), piece, inside, matcher.checker,
+                                                   matcher.timeout_s, matcher.record)
+    body_k, body_r = sub.rewrite(body_k, body_r)
     # (the premise's own symbols speak of i: their meanings stay in `sub`, only cr's symbol escapes)
-    try:
-        claim = by_smt(compose.comparison(inside, body_k, body_r), matcher.checker, matcher.timeout_s,
-                       f"equivalence: a nested kernel Sum's body equals the reference's piece at every outer index "
-                       f"in [{lo}, {hi})", "equivalence")
-    except Refused as refused:
-        matcher.record(refused.obligation, refused.outcome)
-        return False, None
-    matcher.record(*claim.evidence[0])
-    body = compose.close(claim, inside, sub.steps)
+    comparison = compose.comparison(inside, body_k, body_r)
+    name = f"equivalence: a nested kernel Sum's body equals the reference's piece at every outer index in [{lo}, {hi})"
+    claim = None
+    if windows and guarded_reads.applies(comparison, body_k, body_r):   # a window's taps, read by read
+        claim = guarded_reads.prove(comparison, body_k, body_r, inside, matcher.checker, matcher.timeout_s, name,
+                                    matcher.record)
+    if claim is None:
+        try:
+            claim = by_smt(comparison, matcher.checker, matcher.timeout_s, name, "equivalence")
+        except Refused as refused:
+            matcher.record(refused.obligation, refused.outcome)
+            return False, None
+        matcher.record(*claim.evidence[0])
+    body = compose.close(claim, inside, windows + sub.steps)
     return True, None if body is None else _equation(matcher, ck, cr, body, i, lo, hi, key)
 
 
