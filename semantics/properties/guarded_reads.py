@@ -146,7 +146,8 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
         same_read = z3.Implies(z3.And(hypothesis, g), x == x2)
         for what, fact in (("is taken where the reference's is", z3.Implies(hypothesis, g == g2)),
                            ("reads what the reference's does", same_read)):
-            theorem = proved(fact, checker, min(timeout_s, FACT_S), f"{name}: a kernel tap {what}", record)
+            theorem = proved(fact, checker, min(timeout_s, FACT_S), f"{name}: a kernel tap {what}", record,
+                             purify=True)
             if theorem is None:
                 return None
             facts.append(theorem)

@@ -94,9 +94,14 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
     kernel = pulled
     if reaching(kernel, COMPREHENSIONS):
         return kernel, reference, steps
-    reference, unrolled = unrolled_windows(kernel, reference, (SUM,), window_terms, hypothesis, checker, timeout_s,
-                                           record)
+    reference, unrolled = unrolled_reference(kernel, reference, hypothesis, checker, timeout_s, record)
     return kernel, reference, steps + unrolled
+
+
+def unrolled_reference(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker,
+                       timeout_s: float, record) -> tuple[z3.ExprRef, list[Step]]:
+    """The reference with its small constant-range Sums unrolled (`window_terms`), with the steps that undo it."""
+    return unrolled_windows(kernel, reference, (SUM,), window_terms, hypothesis, checker, timeout_s, record)
 
 
 def window_terms(term: z3.ExprRef) -> int | None:

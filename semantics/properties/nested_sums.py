@@ -99,9 +99,12 @@ def reference_piece(cr: z3.ExprRef, n: int, q: z3.BitVecRef, name: str) -> z3.Ar
     return sum_over(0, b, r, _body_at(cr, a + q * b + r))
 
 
-def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
-    """Each closed kernel Sum whose body holds a Sum, proved equal to a closed reference Sum by congruence,
-    becomes one symbol on both sides; each such rewrite is a step of `matcher.steps`."""
+def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef,
+            unrolled: bool = False) -> tuple[z3.ExprRef, z3.ExprRef]:
+    """Each closed kernel Sum whose body holds a Sum (with `unrolled`, also one whose inner loop is unrolled
+    against a reference window nest: the matcher's last resort, tried once nothing else met the Sums), proved
+    equal to a closed reference Sum by congruence, becomes one symbol on both sides; each such rewrite is a
+    step of `matcher.steps`."""
     progress = True
     while progress:
         progress = False
@@ -115,7 +118,7 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef) -> tupl
                 continue
             nest = ck.arg(2).body().get_id() in holding and loop_nest(ck, closed)
             for cr in theirs:
-                if not (nest or _unrolled_nest(ck, cr, closed_theirs)):
+                if not (nest or unrolled and _unrolled_nest(ck, cr, closed_theirs)):
                     continue
                 congruent, equation = _congruent(matcher, ck, cr)
                 if congruent:
@@ -154,6 +157,9 @@ def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, 
     sub = matcher.within(inside, key)
     body_k, body_r, windows = guarded_sums.rewrite(_body_at(ck, i), piece, inside, matcher.checker,
                                                    matcher.timeout_s, matcher.record)
+    if not windows and not reaching(body_k, COMPREHENSIONS):   # taps already guarded summands: the window alone
+        body_r, windows = guarded_sums.unrolled_reference(body_k, body_r, inside, matcher.checker, matcher.timeout_s,
+                                                          matcher.record)
     body_k, body_r = sub.rewrite(body_k, body_r)
     # (the premise's own symbols speak of i: their meanings stay in `sub`, only cr's symbol escapes)
     comparison = compose.comparison(inside, body_k, body_r)

@@ -214,6 +214,8 @@ class Matcher:
                         break
                 if progress:
                     break
+        if nested_sums.closed_sums(kernel):   # Sums left: an unrolled inner loop against the reference's windows
+            kernel, reference = nested_sums.rewrite(self, kernel, reference, unrolled=True)
         return kernel, reference
 
     def _pin_threads(self, kernel: z3.ExprRef, reference: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef]:
