@@ -78,7 +78,7 @@ def _same_division(division: z3.ExprRef, kernel: z3.ExprRef | None, hypothesis: 
     reference's e / W of an output row the kernel took apart as idx / W, with e and idx the same index written
     at different widths. Proved by `by_smt`, which never builds the divider (z3 identifies the dividends first);
     the equation is the step itself, so no Euclidean split is asked (at 64 bits z3 often cannot prove one)."""
-    if kernel is None:
+    if kernel is None or any(z3.is_var(u) for u in subterms(division)):   # a binder's body: no closed claim
         return None
     d, width = division.arg(1).as_long(), division.size()
     for t in by_constant(kernel):
