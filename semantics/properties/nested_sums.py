@@ -155,11 +155,7 @@ def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, 
         return False, None
     inside = z3.And(matcher.hyp, z3.ULE(ck.arg(0), i), z3.ULT(i, ck.arg(1)))
     sub = matcher.within(inside, key)
-    body_k, body_r, windows = guarded_sums.rewrite(_body_at(ck, i), piece, inside, matcher.checker,
-                                                   matcher.timeout_s, matcher.record)
-    if not windows and not reaching(body_k, COMPREHENSIONS):   # taps already guarded summands: the window alone
-        body_r, windows = guarded_sums.unrolled_reference(body_k, body_r, inside, matcher.checker, matcher.timeout_s,
-                                                          matcher.record)
+    body_k, body_r, windows = _as_windows(matcher, inside, _body_at(ck, i), piece)
     body_k, body_r = sub.rewrite(body_k, body_r)
     # (the premise's own symbols speak of i: their meanings stay in `sub`, only cr's symbol escapes)
     comparison = compose.comparison(inside, body_k, body_r)
@@ -177,6 +173,21 @@ def _congruent(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef) -> tuple[bool, 
         matcher.record(*claim.evidence[0])
     body = compose.close(claim, inside, windows + sub.steps)
     return True, None if body is None else _equation(matcher, ck, cr, body, i, lo, hi, key)
+
+
+def _as_windows(matcher: Matcher, inside: z3.BoolRef, body_k: z3.ExprRef,
+                piece: z3.ExprRef) -> tuple[z3.ExprRef, z3.ExprRef, list[compose.Step]]:
+    """A comprehension-free kernel body (an unrolled inner loop) and the reference's piece as padded windows:
+    the kernel's conditional accumulations as guarded summands, the piece's small constant windows unrolled
+    (`guarded_sums`), with the steps that undo it; a body that holds a Sum is left to the matcher."""
+    if reaching(body_k, COMPREHENSIONS):
+        return body_k, piece, []
+    body_k, body_r, steps = guarded_sums.rewrite(body_k, piece, inside, matcher.checker, matcher.timeout_s,
+                                                 matcher.record)
+    if not steps:   # the taps were guarded summands already: the window alone
+        body_r, steps = guarded_sums.unrolled_reference(body_k, body_r, inside, matcher.checker, matcher.timeout_s,
+                                                        matcher.record)
+    return body_k, body_r, steps
 
 
 def _equation(matcher: Matcher, ck: z3.ExprRef, cr: z3.ExprRef, body: Theorem, i: z3.BitVecRef, lo: int, hi: int,
