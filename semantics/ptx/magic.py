@@ -92,9 +92,9 @@ def _wide(term: z3.ExprRef) -> FloorForm | None:
     return None
 
 
-def _shift_amount(term: z3.ExprRef) -> tuple[z3.BitVecRef, int] | None:
-    """(y, c) where the term is the logical shift y >> c by a constant c below the width."""
-    if z3.is_app_of(term, z3.Z3_OP_BLSHR):
+def _shift_amount(term: z3.ExprRef, kind: int = z3.Z3_OP_BLSHR) -> tuple[z3.BitVecRef, int] | None:
+    """(y, c) where the term is the shift y >> c (logical, or of `kind`) by a constant c below the width."""
+    if z3.is_app_of(term, kind):
         c = _value(term.arg(1))
         if c is not None and c < term.size():
             return term.arg(0), c
@@ -166,11 +166,7 @@ def _signed_mul_hi(term: z3.ExprRef) -> tuple[z3.BitVecRef, int] | None:
 
 def _arithmetic_shift(term: z3.ExprRef) -> tuple[z3.BitVecRef, int]:
     """(y, c) where the term is y >>ₐ c for a constant c below the width, else (term, 0)."""
-    if z3.is_app_of(term, z3.Z3_OP_BASHR):
-        c = _value(term.arg(1))
-        if c is not None and c < term.size():
-            return term.arg(0), c
-    return term, 0
+    return _shift_amount(term, z3.Z3_OP_BASHR) or (term, 0)
 
 
 def _signed_division(term: z3.ExprRef) -> z3.BitVecRef | None:
