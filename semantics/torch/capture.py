@@ -234,9 +234,29 @@ def _import_path() -> list[str]:
     return [str(_PACKAGE_ROOT)] + [p for p in sys.path if p and os.path.isdir(p) and p != str(_PACKAGE_ROOT)]
 
 
-def _kill_group(pgid: int) -> None:
-    """The group is the worker's own session (start_new_session): it holds only what the capture ran."""
+def _kill_group(pgid: int, settle_s: float = 2.0) -> None:
+    """The group is the worker's own session (start_new_session): it holds only what the capture ran. Returns
+    once none of it is still running (a killed process of the sandbox's PID namespace exits asynchronously),
+    or after `settle_s`."""
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
-        pass
+        return
+    deadline = time.monotonic() + settle_s
+    while _group_running(pgid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of the group is alive (not a zombie): /proc/PID/stat's state and process group."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
