@@ -16,6 +16,7 @@ kernel theorems (`by_smt`, `conj`, `mp`).
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 import z3
 
@@ -170,21 +171,21 @@ def _by_atoms(claim: z3.BoolRef, atoms: list[z3.ExprRef], checker: Checker, time
     every read is matched, what is left is arithmetic over them, which the index terms only slow down; None
     when that does not prove it (the facts may need the axiom instances)."""
     unique = list({t.get_id(): t for t in atoms}.values())
-    try:
-        theorem = by_atoms(claim, unique, checker, timeout_s, f"{name} (read by read, over atoms)", "equivalence")
-    except Refused as refused:
-        if refused.obligation is not None:
-            record(refused.obligation, refused.outcome)
-        return None
-    record(*theorem.evidence[0])
-    return theorem
+    return _recorded(lambda: by_atoms(claim, unique, checker, timeout_s, f"{name} (read by read, over atoms)",
+                                      "equivalence"), record)
 
 
 def proved(claim: z3.BoolRef, checker: Checker, timeout_s: float, name: str, record, with_facts: bool = False,
            purify: bool = False) -> Theorem | None:
     """⊢ claim by `by_smt` (its obligation recorded either way), or None."""
+    return _recorded(lambda: by_smt(claim, checker, timeout_s, name, "equivalence", with_facts=with_facts,
+                                    purify=purify), record)
+
+
+def _recorded(make: Callable[[], Theorem], record) -> Theorem | None:
+    """The theorem `make` returns with its obligation recorded, or None with the refused one recorded."""
     try:
-        theorem = by_smt(claim, checker, timeout_s, name, "equivalence", with_facts=with_facts, purify=purify)
+        theorem = make()
     except Refused as refused:
         if refused.obligation is not None:
             record(refused.obligation, refused.outcome)

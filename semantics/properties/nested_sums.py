@@ -101,7 +101,7 @@ def reference_piece(cr: z3.ExprRef, n: int, q: z3.BitVecRef, name: str) -> z3.Ar
 
 def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef,
             unrolled: bool = False) -> tuple[z3.ExprRef, z3.ExprRef]:
-    """Each closed kernel Sum whose body holds a Sum (with `unrolled`, also one whose inner loop is unrolled
+    """Each closed kernel Sum whose body holds a Sum (with `unrolled`, instead, one whose inner loop is unrolled
     against a reference window nest: the matcher's last resort, tried once nothing else met the Sums), proved
     equal to a closed reference Sum by congruence, becomes one symbol on both sides; each such rewrite is a
     step of `matcher.steps`."""
@@ -116,7 +116,7 @@ def rewrite(matcher: Matcher, kernel: z3.ExprRef, reference: z3.ExprRef,
         for ck in ours:
             if _bounds(ck) is None:
                 continue
-            nest = ck.arg(2).body().get_id() in holding and loop_nest(ck, closed)
+            nest = not unrolled and ck.arg(2).body().get_id() in holding and loop_nest(ck, closed)
             for cr in theirs:
                 if not (nest or unrolled and _unrolled_nest(ck, cr, closed_theirs)):
                     continue

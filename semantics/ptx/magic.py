@@ -56,15 +56,9 @@ def _value(term: z3.ExprRef) -> int | None:
     return folded.as_long() if z3.is_bv_value(folded) else None
 
 
-def _zext_operand(term: z3.ExprRef, w: int) -> z3.BitVecRef | None:
-    """x where the term is zext_w(x) (x of width w)."""
-    if z3.is_app_of(term, z3.Z3_OP_ZERO_EXT) and term.arg(0).size() == w:
-        return term.arg(0)
-    return None
-
-
-def _mul_hi(term: z3.ExprRef) -> FloorForm | None:
-    """`Extract(2w-1, w, zext(x) · c)` with c a constant below 2^w: ⌊x·c / 2^w⌋."""
+def _high_half(term: z3.ExprRef, extension: int, fits) -> tuple[z3.BitVecRef, int, int] | None:
+    """(x, c, w) where the term is `Extract(2w-1, w, ext(x) · c)`, ext an extension of kind `extension` from x's
+    width w and c a constant with fits(c, w): the high half of a mul.hi's double-width product."""
     if not z3.is_app_of(term, z3.Z3_OP_EXTRACT):
         return None
     hi, lo = term.params()
@@ -73,10 +67,15 @@ def _mul_hi(term: z3.ExprRef) -> FloorForm | None:
     if hi != 2 * w - 1 or lo != w or not z3.is_app_of(product, z3.Z3_OP_BMUL) or product.num_args() != 2:
         return None
     for a, b in ((product.arg(0), product.arg(1)), (product.arg(1), product.arg(0))):
-        x, m = _zext_operand(a, w), _value(b)
-        if x is not None and m is not None and m < 1 << w:
-            return x, m, w
+        m = _value(b)
+        if z3.is_app_of(a, extension) and a.arg(0).size() == w and m is not None and fits(m, w):
+            return a.arg(0), m, w
     return None
+
+
+def _mul_hi(term: z3.ExprRef) -> FloorForm | None:
+    """`Extract(2w-1, w, zext(x) · c)` with c a constant below 2^w: ⌊x·c / 2^w⌋."""
+    return _high_half(term, z3.Z3_OP_ZERO_EXT, lambda m, w: m < 1 << w)
 
 
 def _wide(term: z3.ExprRef) -> FloorForm | None:
@@ -149,19 +148,9 @@ def _low_half(term: z3.ExprRef) -> FloorForm | None:
     return x, inner[1], inner[2]
 
 
-def _signed_mul_hi(term: z3.ExprRef) -> tuple[z3.BitVecRef, int] | None:
-    """(x, M) where the term is `mul.hi.s x, M`: Extract(2w-1, w, sext(x) · sext(M)), 0 < M < 2^(w-1)."""
-    if not z3.is_app_of(term, z3.Z3_OP_EXTRACT):
-        return None
-    product = term.arg(0)
-    w = product.size() // 2
-    if term.params() != [2 * w - 1, w] or not z3.is_app_of(product, z3.Z3_OP_BMUL) or product.num_args() != 2:
-        return None
-    for a, b in ((product.arg(0), product.arg(1)), (product.arg(1), product.arg(0))):
-        m = _value(b)
-        if z3.is_app_of(a, z3.Z3_OP_SIGN_EXT) and a.arg(0).size() == w and m is not None and 0 < m < 1 << (w - 1):
-            return a.arg(0), m
-    return None
+def _signed_mul_hi(term: z3.ExprRef) -> tuple[z3.BitVecRef, int, int] | None:
+    """(x, M, w) where the term is `mul.hi.s x, M`: Extract(2w-1, w, sext(x) · sext(M)), 0 < M < 2^(w-1)."""
+    return _high_half(term, z3.Z3_OP_SIGN_EXT, lambda m, w: 0 < m < 1 << (w - 1))
 
 
 def _arithmetic_shift(term: z3.ExprRef) -> tuple[z3.BitVecRef, int]:
@@ -179,7 +168,7 @@ def _signed_division(term: z3.ExprRef) -> z3.BitVecRef | None:
         hi, sign_of = _signed_mul_hi(h), _shift_amount(sign)
         if hi is None or sign_of is None or sign_of[1] != w - 1 or not sign_of[0].eq(h):
             continue
-        x, m = hi
+        x, m, _ = hi
         n = w + c
         d = -(-(1 << n) // m)
         e = m * d - (1 << n)
