@@ -22,6 +22,7 @@ from fractions import Fraction
 import z3
 
 from lean_pool.checker import PROVED, REFUTED, Checker, Obligation
+from semantics import preconditions
 from semantics.comprehension import COMPREHENSIONS, scaled_sum
 from semantics.properties.atomic_terms import (
     Instance,
@@ -65,7 +66,8 @@ def check(buffer: Buffer, accesses: list[Access], reference: Callable, thread: T
         return PropertyResult(UNKNOWN, [f"{buffer.name} is accumulated with atomics, but its reference is not one "
                                         f"sum (only sums are matched against atomic accumulation)"])
     def proved(formula: z3.BoolRef, name: str) -> bool:
-        ob = Obligation(f"equivalence: {buffer.name} accumulated by atomics: {name}", "equivalence", formula)
+        ob = Obligation(f"equivalence: {buffer.name} accumulated by atomics: {name}", "equivalence",
+                        preconditions.strengthened(formula))
         outcome = checker.check(ob, timeout_s)
         record(ob, outcome)
         return outcome.status == PROVED
@@ -102,7 +104,7 @@ class Accumulation:
         """`read` is the input element the offending term reads, for a witness."""
         witness = {"L": L, **({"p": read} if read is not None else {})}
         ob = Obligation(f"equivalence: {self.buffer.name} accumulated by atomics: {name}", "equivalence",
-                        z3.And(z3.ULT(L, self.buffer.numel), formula), witness)
+                        preconditions.strengthened(z3.And(z3.ULT(L, self.buffer.numel), formula)), witness)
         outcome = self.checker.check(ob, self.timeout_s)
         self.record(ob, outcome)
         if outcome.status == REFUTED and outcome.model and "p" in outcome.model:
