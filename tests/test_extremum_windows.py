@@ -83,3 +83,26 @@ def test_same_states_the_one_differing_pair_down_to_the_pieces() -> None:
     assert extremum_taps._same(o + (k + 1), o + (u + 1), set()).eq(k == u)
     assert extremum_taps._same(o + (k + 1), o + (u + 1), {(k + 1).get_id()}).eq(k + 1 == u + 1)
     assert extremum_taps._same(o + k, u + k + o, set()).eq(o + k == u + k + o)   # not one pair apart
+
+
+def _pairing_over(conditions: list[z3.BoolRef], hypothesis: z3.BoolRef) -> extremum_taps._Pairing:
+    """A pairing with only its conditions and models (those of the hypothesis on each side of each condition)."""
+    from semantics.properties.guarded_reads import models_of
+    pairing = object.__new__(extremum_taps._Pairing)
+    pairing.conditions, pairing.hypothesis = conditions, hypothesis
+    pairing._signatures, pairing._values = {}, {}
+    pairing.models = models_of(hypothesis, conditions)
+    return pairing
+
+
+def test_a_merged_tap_test_is_read_as_the_conjunction_of_its_two_or_three_conditions() -> None:
+    a, b, c = z3.BitVecs("a b c", 8)
+    inside = [z3.ULT(v, 4) for v in (a, b, c)]
+    pairing = _pairing_over(inside, z3.BoolVal(True))
+    for guard, wanted in ((z3.LShR(a | b, 2) == 0, z3.And(inside[:2])),          # nvcc's 2-D test
+                          (z3.LShR(a | b | c, 2) == 0, z3.And(inside))):        # and its 3-D one
+        found = pairing.condition(guard)
+        solver = z3.Solver()
+        solver.add(found != wanted)
+        assert found is not None and solver.check() == z3.unsat
+    assert pairing.condition(z3.LShR(a | b | c, 3) == 0) is None   # a wider window: no conjunction agrees

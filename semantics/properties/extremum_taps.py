@@ -20,6 +20,7 @@ fact and the final step are kernel theorems (`by_smt`, `by_atoms`, `conj`, `mp`)
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 import z3
@@ -193,10 +194,10 @@ class _Pairing:
         return out
 
     def condition(self, guard: z3.BoolRef) -> z3.BoolRef | None:
-        """The reference condition, its negation, or (where none is) the conjunction of two or its negation (a
-        2-D tap test `(ih | iw) >> 9 == 0`) that agrees with the kernel's guard in every model. Where several do,
-        a model of the hypothesis that tells two of them apart joins the models (at most REFINE times):
-        spread-out models rarely fall on the few rows where two taps' tests differ."""
+        """The reference condition, its negation, or (where none is) the conjunction of two or three or its
+        negation (a 2-D tap test `(ih | iw) >> 9 == 0`, a 3-D one) that agrees with the kernel's guard in every
+        model. Where several do, a model of the hypothesis that tells two of them apart joins the models (at
+        most REFINE times): spread-out models rarely fall on the few rows where two taps' tests differ."""
         for _ in range(REFINE):
             mine = self.signature(guard)
             flipped = tuple(not v for v in mine)
@@ -213,17 +214,20 @@ class _Pairing:
         return None
 
     def _conjunctions(self, wanted: tuple[bool, ...]) -> list[z3.BoolRef]:
-        """d1 ∧ d2 or ¬(d1 ∧ d2) over reference conditions of distinct signatures, where it is `wanted`."""
+        """d1 ∧ d2 (or, where no pair is, d1 ∧ d2 ∧ d3: a 3-D tap test `(id | ih | iw) >> 7 == 0`) or its
+        negation over reference conditions of distinct signatures, where it is `wanted`."""
         kinds = list({self.signature(d): d for d in self.conditions}.items())
-        out = []
-        for n, (one, d1) in enumerate(kinds):
-            for two, d2 in kinds[n + 1:]:
-                both = tuple(a and b for a, b in zip(one, two, strict=True))
+        for size in (2, 3):
+            out = []
+            for chosen in itertools.combinations(kinds, size):
+                both = tuple(all(values) for values in zip(*[one for one, _ in chosen], strict=True))
                 if both == wanted:
-                    out.append(z3.And(d1, d2))
+                    out.append(z3.And(*[d for _, d in chosen]))
                 elif tuple(not v for v in both) == wanted:
-                    out.append(z3.Not(z3.And(d1, d2)))
-        return out
+                    out.append(z3.Not(z3.And(*[d for _, d in chosen])))
+            if out:
+                return out
+        return []
 
 
 def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef,
