@@ -191,5 +191,6 @@ class Z3Checker:
             return False
         solver = z3.Then("simplify", "propagate-values", "bit-blast", "sat", ctx=ctx).solver()
         solver.set("timeout", max(int(min(timeout_s, BLAST_S) * 1000), 1))
+        solver.set("rlimit", self.rlimit)   # (a certificate's recorded work limit binds this pass too)
         solver.add(formula)
         return self._run(ctx, solver) == z3.unsat
