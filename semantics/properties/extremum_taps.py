@@ -331,10 +331,11 @@ def _uncovered(pairing: _Pairing, taken: list[tuple[z3.BoolRef, z3.ExprRef]],
             key = (case.get_id(), p.get_id())
             if key in own:
                 continue
-            item = out.setdefault(key, (z3.And(pairing.hypothesis, p), case, whole, []))
+            item = out.setdefault(key, (z3.And(pairing.hypothesis, p), case, whole, {}))
             if whole:
-                item[3].append(z3.And(pairing.hypothesis, *path, *case_path))
-    return list(out.values())
+                narrower = z3.And(pairing.hypothesis, *path, *case_path)
+                item[3][narrower.get_id()] = narrower
+    return [(under, case, whole, list(narrower.values())) for under, case, whole, narrower in out.values()]
 
 
 def _cover(pairing: _Pairing, under: z3.BoolRef, case: z3.BitVecRef, taken: list[tuple[z3.BoolRef, z3.ExprRef]],
