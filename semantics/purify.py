@@ -10,6 +10,7 @@ remainder (its theorem below). Trusted: memory safety, the reduction matcher's w
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 
 import z3
 
@@ -18,6 +19,8 @@ from semantics.linear import Bounds
 from semantics.terms import constants, subterms
 
 DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BUREM_I)
+MEMO_SIZE = 256   # the last formulas purified: a search's winning candidate is asked again by the matcher
+_memo: OrderedDict[int, tuple[z3.BoolRef, z3.BoolRef]] = OrderedDict()   # id -> (formula, held; purified)
 
 
 def by_constant(term: z3.ExprRef) -> list[z3.ExprRef]:
@@ -39,6 +42,22 @@ def _liftable(division: z3.ExprRef, bounds: Bounds) -> bool:
 
 
 def purified(formula: z3.BoolRef) -> z3.BoolRef:
+    """`purify` of the formula, remembered for the last MEMO_SIZE formulas (a pure function of the formula)."""
+    key = formula.get_id()
+    hit = _memo.get(key)
+    if hit is not None and hit[0].eq(formula):
+        return hit[1]
+    result = purify(formula)
+    _memo[key] = (formula, result)
+    while len(_memo) > MEMO_SIZE:   # the oldest out (each step atomic: search threads purify too)
+        try:
+            _memo.popitem(last=False)
+        except KeyError:
+            break
+    return result
+
+
+def purify(formula: z3.BoolRef) -> z3.BoolRef:
     """The formula with its divisions by constants named: equisatisfiable, and a model of it is a model of the
     formula (its free symbols keep their meaning; the names it adds are new). A formula with no such division
     is returned as it is. Otherwise: `opened` first (so the hypothesis's bounds are top-level conjuncts), then

@@ -216,11 +216,17 @@ class Rewriter:
     """Index terms rebuilt from their forms, every base value read through its digits, an `If`'s guard in its
     canonical interval form where it has one, and the taken branch rewritten under the bounds it states."""
 
-    def __init__(self, bounds: Bounds, bases: list[Base], atoms: dict[int, z3.BitVecRef]):
+    def __init__(self, bounds: Bounds, bases: list[Base], atoms: dict[int, z3.BitVecRef],
+                 family: dict[tuple, Rewriter] | None = None):
         self.bases = bases
         self.memo: dict[int, tuple[z3.ExprRef, z3.ExprRef]] = {}   # id -> (term, rewritten), the term held
         self.forms = Forms(bounds, self._atom, self._through_digits)
         self.forms.atoms.update(atoms)
+        # the rewriters of one formula by their intervals: a rewriter is a function of its intervals (the bases
+        # and atoms are the formula's), and nested tap tests narrow to few intervals along many paths (a 3-D
+        # window's 27 guarded taps, each branch re-read from scratch under each enclosing one: 14 s a formula)
+        self.family = {} if family is None else family
+        self.family.setdefault(_intervals(bounds), self)
 
     def rewrite(self, term: z3.ExprRef) -> z3.ExprRef:
         """A term equal to `term` wherever the digit constraints hold and the atoms lie in this rewriter's
@@ -247,11 +253,19 @@ class Rewriter:
             canonical = guards.canonical(self.forms, guard)
             guard = guard if canonical is None else canonical
             narrowed = guards.bounds_of(self.forms, guard)
-            taken = Rewriter(self.forms.bounds.under(narrowed), self.bases, self.forms.atoms) if narrowed else self
+            taken = self._under(narrowed) if narrowed else self
             new = [guard, taken.rewrite(children[1]), self.rewrite(children[2])]
         else:
             new = [self.rewrite(c) for c in children]
         return term if all(a.eq(b) for a, b in zip(children, new, strict=True)) else term.decl()(*new)
+
+    def _under(self, narrowed: dict) -> Rewriter:
+        """The rewriter of this formula under these intervals narrowed further (one per distinct result)."""
+        bounds = self.forms.bounds.under(narrowed)
+        key = _intervals(bounds)
+        if key not in self.family:
+            Rewriter(bounds, self.bases, self.forms.atoms, self.family)
+        return self.family[key]
 
     def _rebuilt(self, term: z3.BitVecRef) -> z3.BitVecRef:
         """`build` of t's modular form M(t) (t ≡ M(t) modulo 2^w, so the built w-bit term equals t), or M(t)'s
@@ -278,6 +292,10 @@ class Rewriter:
             f = f.plus(base.value.scaled(-k)).plus(base.digits.scaled(k))
             changed = True
         return f if changed else None
+
+
+def _intervals(bounds: Bounds) -> tuple:
+    return tuple(sorted(bounds.stated.items()))
 
 
 def named(formula: z3.BoolRef, prefix: str = "radix") -> z3.BoolRef:

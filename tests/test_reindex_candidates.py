@@ -57,3 +57,20 @@ def test_examples_are_taken_where_the_source_term_reads() -> None:
     solver.add(*point, z3.URem(POS + 1, 5) != 0)
     assert solver.check() == z3.unsat
     assert reindex._guard_point(X(POS), J, [T]) is None      # no guard: the fixed points are tried alone
+
+
+def test_a_3d_box_decoded_from_m_is_read_off_examples() -> None:
+    """A 3-D transposed convolution's box (icg, kd, kh, kw) flattened to m, the thread's (od, oh, ow) decoded from
+    its position by divisions: each lane's φ(j) = 27j + t is read off two examples (KernelBench 61's kernel, at
+    its own sizes, needs the examples' queries asked with their divisions named, `purified`)."""
+    pos = z3.ZeroExt(32, T)
+    o = [z3.URem(z3.UDiv(pos, 66 * 66), 66), z3.URem(z3.UDiv(pos, 66), 66), z3.URem(pos, 66)]
+
+    def term(icg: z3.BitVecRef, k: list) -> z3.ExprRef:
+        at = icg * 262144 + (o[0] - k[0]) * 4096 + (o[1] - k[1]) * 64 + (o[2] - k[2])
+        return X(at) * W(icg * 27 + k[0] * 9 + k[1] * 3 + k[2])
+    target = term(z3.UDiv(M, 27), [z3.URem(z3.UDiv(M, 9), 3), z3.URem(z3.UDiv(M, 3), 3), z3.URem(M, 3)])
+    for t in (0, 13, 26):
+        lane = term(J, [z3.BitVecVal(t // 9, 64), z3.BitVecVal(t // 3 % 3, 64), z3.BitVecVal(t % 3, 64)])
+        found = reindex.candidates("k", lane, J, target, M)
+        assert any(_same(c, 27 * J + t) for c in found), (t, found)

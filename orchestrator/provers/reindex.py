@@ -23,6 +23,7 @@ import z3
 
 from orchestrator.provers.bounds import _constant_step
 from semantics.ptx.machine import simplify
+from semantics.purify import purified
 from semantics.terms import constants, mentions, subterms
 
 
@@ -70,7 +71,8 @@ def _pairings(source: z3.ExprRef, target: z3.ExprRef, target_var: z3.BitVecRef) 
                 yield simplify(delta if stride == 1 else z3.UDiv(delta, stride))
 
 
-EXAMPLE_MS = 2000      # one example's query
+PROPAGATE = z3.Then("simplify", "propagate-values", "simplify")
+EXAMPLE_MS = 4000       # one example's query
 # The values each of the thread's symbols takes in an example, tried in turn: 0 is too often an edge, and at
 # 3 (block 3, thread 3 of a flat grid) a 2-D window's taps above the first row read outside the input, where
 # no reference index reads the same element.
@@ -135,11 +137,17 @@ def _examples(same: list[z3.BoolRef], fixed: list[z3.BoolRef], source_var: z3.Bi
 
 def _unique(formula: z3.BoolRef, var: z3.BitVecRef) -> int | None:
     """The one value of `var` in models of `formula`, or None (none, several, or no answer in EXAMPLE_MS)."""
+    # the fixed symbols' values propagated, then the divisions named: a 3-D box decoded from m (m / 27,
+    # m / 9 % 3, ...) is not decided in seconds as it stands at some sizes, nor purified with the thread's
+    # decoding still symbolic at others
+    formula = PROPAGATE(formula).as_expr()
     solver = z3.Solver()
     solver.set("timeout", EXAMPLE_MS)
-    solver.add(formula)
+    solver.add(purified(formula))
     if solver.check() != z3.sat:
         return None
     value = solver.model().eval(var, model_completion=True)
-    solver.add(var != value)
-    return value.as_long() if solver.check() == z3.unsat else None
+    again = z3.Solver()
+    again.set("timeout", EXAMPLE_MS)
+    again.add(purified(z3.And(formula, var != value)))
+    return value.as_long() if again.check() == z3.unsat else None

@@ -40,6 +40,7 @@ REFINE = 8         # models added to tell apart two conditions that agree on eve
 MAX_LEAVES = 16    # cases of one reference index (a window's tap, or the first tap inside in a few forms)
 GENERAL_S = 2.0    # at most this long for a fact stated for every value of its remainders
 INDEX = "a tap's index"
+TAPS = "taps"   # the facts of where each kernel tap reads: every reference read's glue step needs them
 GUARD = "a kernel guard is a reference condition, or a condition holds or fails throughout"
 Leaf = tuple[tuple[z3.BoolRef, ...], z3.BitVecRef]   # (the path's conditions, the index there)
 
@@ -76,7 +77,11 @@ def _is_index_ite(t: z3.ExprRef) -> bool:
 
 
 def _pieces(index: z3.BitVecRef) -> list[z3.ExprRef]:
-    """The If-free parts of an index and the atoms of its If conditions: what the last step reads as symbols."""
+    """The If-free parts of an index and the atoms of its If conditions: what the last step reads as symbols.
+    A numeral stays itself: read as a symbol, `If(..) * 512` would be a product of two unknowns, which the
+    solver must bit-blast as a full multiplier (a 4 x 4 window's step was undecided in 60 s that way)."""
+    if z3.is_bv_value(index):
+        return []
     if not any(_is_index_ite(t) for t in subterms(index)):
         return [index]
     if _is_index_ite(index):
@@ -117,6 +122,7 @@ class _Pairing:
         self.pieces = [p for r in self.theirs for p in _pieces(r.arg(0))]
         self.piece_ids = {p.get_id() for p in self.pieces}
         self.models = models_of(hypothesis, self.conditions)
+        self.congruences: dict[tuple[int, int], Theorem | None] = {}   # (leaf, tap) -> ⊢ x = y → leaf = tap
 
     def path(self, read: z3.ExprRef) -> tuple[z3.ExprRef, tuple[z3.BoolRef, ...], z3.BitVecRef] | None:
         """The reference read and its leaf (path, index) where the kernel's read reads what it does in every model
@@ -257,7 +263,8 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
     for d1, d2 in pairing.twins(fixed):
         statements.append((GUARD, z3.Implies(hypothesis, d1 == d2)))
     taken, own, glue = [], set(), []
-    for read in pairing.mine:
+    tags: list[set] = []   # per statement, what it speaks of: a kernel read (-1 - i), a tap, a reference read
+    for i, read in enumerate(pairing.mine):
         found = pairing.path(read)
         if found is None:
             return None
@@ -267,63 +274,123 @@ def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothes
         own.add((leaf.get_id(), p.get_id()))
         statements.append(("a kernel tap reads where the reference's does",
                            z3.Implies(z3.And(hypothesis, p), read.arg(0) == leaf)))
-        glue.append(z3.Implies(z3.And(hypothesis, p), read.arg(0) == r.arg(0)))
+        tags.append({-1 - i, TAPS})
+        glue.append(({-1 - i}, z3.Implies(z3.And(hypothesis, p), read.arg(0) == r.arg(0))))
+    tags = [set()] * (len(statements) - len(tags)) + tags
     for r in pairing.theirs:
-        glue.append(z3.Implies(hypothesis, z3.Or(*[z3.And(p, r.arg(0) == read.arg(0))
-                                                   for (p, _), read in zip(taken, pairing.mine, strict=True)])))
-    facts = {GUARD: [], INDEX: []}
-    for what, statement in statements:   # facts with their divisions named (`purify`): index facts 5x faster,
-        # and a 2-D tap test merged by nvcc (`(ih | iw) >> 9 == 0`) against the reference's row test in 0.05 s
-        # where the plain query is not decided in 30 s
+        glue.append(({r.get_id(), TAPS}, z3.Implies(hypothesis, z3.Or(*[
+            z3.And(p, r.arg(0) == read.arg(0)) for (p, _), read in zip(taken, pairing.mine, strict=True)]))))
+    facts: dict[str, list[tuple[set[int], Theorem]]] = {GUARD: [], INDEX: []}
+    for (what, statement), tag in zip(statements, tags, strict=True):
+        # facts with their divisions named (`purify`): index facts 5x faster, and a 2-D tap test merged by nvcc
+        # (`(ih | iw) >> 9 == 0`) against the reference's row test in 0.05 s where the plain query is not decided
+        # in 30 s
         theorem = _proved(statement, checker, min(timeout_s, FACT_S), f"{name}: {what}", record, purify=True)
         if theorem is None:
             return None
-        facts[GUARD if what == GUARD else INDEX].append(theorem)
-    for under, case, whole, narrower in _uncovered(pairing, taken, own):
+        facts[GUARD if what == GUARD else INDEX].append((tag, theorem))
+    for under, case, whole, narrower, reads in _uncovered(pairing, taken, own):
         args = (case, taken, whole, checker, min(timeout_s, FACT_S), name, record)
         theorems = [_cover(pairing, under, *args)]
         if theorems[0] is None:
             theorems = [_cover(pairing, u, *args) for u in narrower] or [None]
         if None in theorems:
             return None
-        facts[INDEX] += theorems
+        facts[INDEX] += [(reads, t) for t in theorems]
     # the index facts read tap by tap, as each read's whole index: then the last step is free of arithmetic
-    pieces = [r.arg(0) for r in pairing.mine] + pairing.pieces + pairing.conditions
-    premise, glued = conj(*facts[INDEX]), []
-    for statement in glue:   # one at a time: all in one query is far harder
-        theorem = _step(premise, statement, pieces, checker, min(timeout_s, FACT_S), f"{name} (reads)", record)
+    # and the hypothesis as one symbol: every fact and step assumes it whole, and read as it stands it brings the
+    # thread's decoding (divisions by the output's sizes) into a step that is only about which tap is which
+    pieces = [r.arg(0) for r in pairing.mine] + pairing.pieces + pairing.conditions + [hypothesis]
+    glued = []
+    for about, statement in glue:   # one at a time, from the facts about its own reads: all at once is far harder
+        own_facts = [t for tag, t in facts[INDEX] if tag & about]
+        reference = next((r for r in pairing.theirs if r.get_id() in about), None)
+        theorem = None if reference is None else \
+            _by_leaves(reference, own_facts, (pairing, taken, checker, min(timeout_s, FACT_S), name, record))
+        if theorem is None and own_facts:
+            theorem = _step(conj(*own_facts), statement, pieces, checker, min(timeout_s, FACT_S), f"{name} (reads)",
+                            record)
+        if theorem is None:
+            theorem = _step(conj(*[t for _, t in facts[INDEX]]), statement, pieces, checker,
+                            min(timeout_s, FACT_S), f"{name} (reads)", record)
         if theorem is None:
             return None
         glued.append(theorem)
     indices = conj(*glued)
     whole = [r.arg(0) for r in pairing.mine + pairing.theirs] + pairing.guards + pairing.conditions
-    return _step(conj(*facts[GUARD], indices), claim, whole, checker, timeout_s, f"{name} (tap by tap)", record)
+    guards = conj(*[t for _, t in facts[GUARD]], indices)
+    return _step(guards, claim, whole, checker, timeout_s, f"{name} (tap by tap)", record)
 
 
-def _step(premise: Theorem, claim: z3.BoolRef, atoms: list[z3.ExprRef], checker: Checker, timeout_s: float,
+def _by_leaves(reference: z3.ExprRef, premises: list[Theorem], context: tuple) -> Theorem | None:
+    """⊢ h → ∨_i (p_i ∧ ρ = κ_i) for one reference read, leaf by leaf of its index: under each leaf's path ρ is
+    the leaf, and the leaf is some tap's index by its cover fact, which states only the one pair of subterms
+    where the two differ (`_same`); ⊢ x = y → leaf = tap (congruence) brings it back to the whole indices. Each
+    step reads every index and pair as a symbol: read as sums, an equality under a disjunction must be
+    bit-blasted through the common context (a 4 x 4 window's step was undecided in 20 s that way)."""
+    pairing, taken, checker, timeout_s, name, record = context
+    h, indices = pairing.hypothesis, [read.arg(0) for read in pairing.mine]
+    leaves = _leaves(reference.arg(0), set())
+    if not leaves or not premises:
+        return None
+    steps, cases = [], []
+    tests = pairing.conditions + [a for path, _ in leaves for c in path for a in _atoms(c)]   # shared Ifs' too
+    stated = {t.get_id() for p in premises for t in subterms(p.conclusion)}   # the pairs the covers state
+    for path, leaf in leaves:
+        under = z3.And(h, *path)
+        reduced = _step(None, z3.Implies(under, reference.arg(0) == leaf), pairing.pieces + tests + [h], checker,
+                        timeout_s, f"{name} (a read's case)", record)
+        congruent, sides = [], []
+        for _, tap in taken:
+            same = _same(leaf, tap, pairing.piece_ids)
+            if not same.eq(leaf == tap) and same.get_id() in stated:
+                key = (leaf.get_id(), tap.get_id())
+                if key not in pairing.congruences:   # leaves recur across reads: each pair proved once
+                    pairing.congruences[key] = _proved(z3.Implies(same, leaf == tap), checker, GENERAL_S,
+                                                       f"{name}: congruence", record)
+                congruent.append(pairing.congruences[key])
+                sides += [same.arg(0), same.arg(1)]
+        if reduced is None or None in congruent:
+            return None
+        statement = z3.Implies(under, z3.Or(*[z3.And(p, leaf == i) for (p, _), i in zip(taken, indices, strict=True)]))
+        atoms = indices + [leaf] + [tap for _, tap in taken] + sides + tests + [h]
+        case = _step(conj(*premises, *congruent), statement, atoms, checker, timeout_s, f"{name} (a leaf)", record)
+        if case is None:
+            return None
+        steps += [reduced, case]
+        cases.append(leaf)
+    statement = z3.Implies(h, z3.Or(*[z3.And(p, reference.arg(0) == i)
+                                      for (p, _), i in zip(taken, indices, strict=True)]))
+    atoms = indices + [reference.arg(0)] + cases + tests + [h]
+    return _step(conj(*steps), statement, atoms, checker, timeout_s, f"{name} (a read by its leaves)", record)
+
+
+def _step(premise: Theorem | None, claim: z3.BoolRef, atoms: list[z3.ExprRef], checker: Checker, timeout_s: float,
           name: str, record) -> Theorem | None:
-    """⊢ claim by `mp` of ⊢ premise → claim, proved with `atoms` read as symbols (`by_atoms`), or None."""
+    """⊢ claim by `mp` of ⊢ premise → claim (or ⊢ claim without one), proved with `atoms` read as symbols
+    (`by_atoms`), or None."""
     distinct = list({a.get_id(): a for a in atoms}.values())
     try:
-        step = by_atoms(z3.Implies(premise.conclusion, claim), distinct, checker, timeout_s, name)
+        step = by_atoms(claim if premise is None else z3.Implies(premise.conclusion, claim), distinct, checker,
+                        timeout_s, name)
     except Refused as refused:
         if refused.obligation is not None:
             record(refused.obligation, refused.outcome)
         return None
     record(*step.evidence[0])
-    return mp(step, premise)
+    return step if premise is None else mp(step, premise)
 
 
 def _uncovered(pairing: _Pairing, taken: list[tuple[z3.BoolRef, z3.ExprRef]],
-               own: set) -> list[tuple[z3.BoolRef, z3.BitVecRef, bool, list[z3.BoolRef]]]:
+               own: set) -> list[tuple[z3.BoolRef, z3.BitVecRef, bool, list[z3.BoolRef], set[int]]]:
     """The leaves of the reference reads still to be shown to read a tap the kernel takes: each with the
-    hypothesis on its path, whether it keeps a shared If, and the narrower hypotheses to state it under if it
-    fails. A leaf that keeps a shared If (the first tap inside) is stated once, whatever the read's own path,
-    split on the shared If's own cases instead; a case that mixes the fallback's row with a tap's column
-    (`ow + 2` at a window's last column) holds only on the paths of the reads that have it, its narrower
-    hypotheses. A kernel tap's own leaf is not stated again."""
+    hypothesis on its path, whether it keeps a shared If, the narrower hypotheses to state it under if it
+    fails, and the reference reads it is a leaf of. A leaf that keeps a shared If (the first tap inside) is
+    stated once, whatever the read's own path, split on the shared If's own cases instead; a case that mixes
+    the fallback's row with a tap's column (`ow + 2` at a window's last column) holds only on the paths of the
+    reads that have it, its narrower hypotheses. A kernel tap's own leaf is not stated again."""
     out: dict[tuple[int, int], tuple] = {}
-    for _, (path, leaf) in pairing.leaves:
+    for r, (path, leaf) in pairing.leaves:
         whole = any(t.get_id() in pairing.shared for t in subterms(leaf))
         cases = _leaves(leaf, set()) if whole else [(path, leaf)]
         for case_path, case in cases:
@@ -331,11 +398,13 @@ def _uncovered(pairing: _Pairing, taken: list[tuple[z3.BoolRef, z3.ExprRef]],
             key = (case.get_id(), p.get_id())
             if key in own:
                 continue
-            item = out.setdefault(key, (z3.And(pairing.hypothesis, p), case, whole, {}))
+            item = out.setdefault(key, (z3.And(pairing.hypothesis, p), case, whole, {}, set()))
+            item[4].add(r.get_id())
             if whole:
                 narrower = z3.And(pairing.hypothesis, *path, *case_path)
                 item[3][narrower.get_id()] = narrower
-    return [(under, case, whole, list(narrower.values())) for under, case, whole, narrower in out.values()]
+    return [(under, case, whole, list(narrower.values()), reads)
+            for under, case, whole, narrower, reads in out.values()]
 
 
 def _cover(pairing: _Pairing, under: z3.BoolRef, case: z3.BitVecRef, taken: list[tuple[z3.BoolRef, z3.ExprRef]],

@@ -19,8 +19,6 @@ and the kernel's `reindex_by` with the identity map gives ⊢ h → Sum(new) = S
 
 from __future__ import annotations
 
-import itertools
-
 import z3
 
 from lean_pool.checker import Checker
@@ -31,10 +29,9 @@ from semantics.properties.compose import Step, by_atoms
 from semantics.terms import outside_binders, subterms
 
 ZERO = z3.RealVal(0)
-MAX_LITERALS = 8     # comparisons of one joined guard its truth table is read over
-MAX_SUMMANDS = 512    # guarded paths of one body before joining (a 3-D window of 27 taps stays far below)
+TIDY_MS = 1000    # each propositional question of `_tidy`
 
-Paths = list[tuple[z3.BoolRef, z3.ExprRef]]
+Guards = dict[int, tuple[z3.ExprRef, z3.BoolRef]]   # term id -> (term, the guard under which the body adds it)
 
 
 def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, checker: Checker,
@@ -46,11 +43,12 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
         if not z3.is_quantifier(total.arg(2)):
             continue
         index = z3.FreshConst(z3.BitVecSort(64), "tree")
-        paths = _tree_paths(body_at(total.arg(2), index))
-        if paths is None:
+        guards = _tree_guards(body_at(total.arg(2), index))
+        if guards is None:
             continue
-        flat = SUM(total.arg(0), total.arg(1), z3.Lambda([index], _joined(paths)))
-        equation = _equation(flat, total, index, [t for _, t in paths], hypothesis, checker, timeout_s, record)
+        flat = SUM(total.arg(0), total.arg(1), z3.Lambda([index], _joined(guards)))
+        taps = [t for t, _ in guards.values()]
+        equation = _equation(flat, total, index, taps, hypothesis, checker, timeout_s, record)
         if equation is None:
             continue
         steps.append(Step(kernel, reference, equation))
@@ -61,71 +59,80 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
 def flattened(body: z3.ExprRef) -> z3.ExprRef | None:
     """`body` as a sum of If(g, t, 0), one per term t, when it holds a real If with a sum in a branch; else
     None (a body the matcher reads as it is)."""
-    paths = _tree_paths(body)
-    return None if paths is None else _joined(paths)
+    guards = _tree_guards(body)
+    return None if guards is None else _joined(guards)
 
 
-def _tree_paths(body: z3.ExprRef) -> Paths | None:
-    """The body's (guard, term) paths when it holds a real If with a sum in a branch, else None."""
+def _tree_guards(body: z3.ExprRef) -> Guards | None:
+    """The body's terms with their guards when it holds a real If with a sum in a branch, else None."""
     if not z3.is_real(body) or not any(_branches_a_sum(t) for t in _subterms(body)):
         return None
-    return _paths(body, {})
+    return _guards(body, {})
 
 
-def _joined(paths: Paths) -> z3.ExprRef:
-    """One If(g, t, 0) per term t, its paths' guards joined and tidied."""
-    joined: dict[int, tuple[z3.ExprRef, list[z3.BoolRef]]] = {}
-    for guard, term in paths:
-        joined.setdefault(term.get_id(), (term, []))[1].append(guard)
+def _joined(guards: Guards) -> z3.ExprRef:
+    """One If(g, t, 0) per term t, its guard tidied."""
     summands = []
-    for term, guards in joined.values():
-        guard = _tidy(guards[0] if len(guards) == 1 else z3.Or(*guards))
+    for term, guard in guards.values():
+        guard = _tidy(guard)
         summands.append(term if z3.is_true(guard) else z3.If(guard, term, ZERO))
     return ZERO if not summands else summands[0] if len(summands) == 1 else z3.Sum(*summands)
 
 
-def _paths(term: z3.ExprRef, memo: dict[int, Paths | None]) -> Paths | None:
-    """The (guard, term) pairs whose guarded sum is `term`: + concatenates, If conjoins its condition (or its
-    negation) onto each branch's pairs, zero has none; None beyond MAX_SUMMANDS."""
+def _guards(term: z3.ExprRef, memo: dict[int, Guards]) -> Guards:
+    """Each term the guarded sum `term` adds, with its guard: If conjoins its condition (or its negation) onto
+    each branch's guards, zero adds nothing, and a term that several parts add is added under the disjunction
+    of their guards (the paths of an If are disjoint; the proof below checks it, as it checks everything).
+    Memoised per subterm: nvcc's tree repeats its partial sums in both branches of each test, so the paths
+    through a 3-D window's 27 taps are far too many to list, and the guards are shared terms instead."""
     key = term.get_id()
     if key in memo:
         return memo[key]
     if z3.is_add(term):
-        parts = [_paths(c, memo) for c in term.children()]
-        out = None if any(p is None for p in parts) else [pair for p in parts for pair in p]
+        parts = [(z3.BoolVal(True), c) for c in term.children()]
     elif z3.is_app_of(term, z3.Z3_OP_ITE):
         cond, then, other = term.children()
-        a, b = _paths(then, memo), _paths(other, memo)
-        out = None if a is None or b is None else \
-            [(_and(cond, g), t) for g, t in a] + [(_and(z3.Not(cond), g), t) for g, t in b]
+        parts = [(cond, then), (z3.Not(cond), other)]
     elif z3.is_rational_value(term) and term.as_fraction() == 0:
-        out = []
+        parts = []
     else:
-        out = [(z3.BoolVal(True), term)]
-    if out is not None and len(out) > MAX_SUMMANDS:
-        out = None
+        parts = None
+    out: Guards = {key: (term, z3.BoolVal(True))} if parts is None else {}
+    for cond, part in parts or []:
+        for k, (t, g) in _guards(part, memo).items():
+            g = cond if z3.is_true(g) else g if z3.is_true(cond) else z3.And(cond, g)
+            out[k] = (t, g if k not in out else z3.Or(out[k][1], g))
     memo[key] = out
     return out
 
 
 def _tidy(guard: z3.BoolRef) -> z3.BoolRef:
-    """The conjunction of literals `guard` is, when it is one (read off its truth table over its comparisons,
-    at most MAX_LITERALS of them), else `guard`: nvcc's merged tests `Or(¬row, row ∧ ¬col₂)` leave paths whose
-    union is just row ∧ col, the reference's guard, and the matcher pairs guards by their form."""
+    """The conjunction of literals `guard` is, when it is one, else `guard`: read propositionally (each
+    comparison a truth value), the literals it implies, where their conjunction implies it back. nvcc's
+    merged tests `Or(¬row, row ∧ ¬col₂)` leave guards whose union is just row ∧ col, the reference's guard,
+    and the matcher pairs guards by their form."""
     leaves = _literals(guard)
-    if not leaves or len(leaves) > MAX_LITERALS:
+    if not leaves:
         return guard
-    rows = []
-    for values in itertools.product((False, True), repeat=len(leaves)):
-        pairs = [(leaf, z3.BoolVal(v)) for leaf, v in zip(leaves, values, strict=True)]
-        if z3.is_true(z3.simplify(z3.substitute(guard, *pairs))):
-            rows.append(values)
-    if not rows:
+    names = [z3.FreshBool("tidy") for _ in leaves]
+    g = z3.substitute(guard, *zip(leaves, names, strict=True))
+    solver = z3.Solver()
+    solver.set("timeout", TIDY_MS)
+    solver.add(g)
+    if solver.check() == z3.unsat:
         return z3.BoolVal(False)
-    fixed = [k for k in range(len(leaves)) if all(r[k] == rows[0][k] for r in rows)]
-    if len(rows) != 1 << (len(leaves) - len(fixed)):
+    fixed = []
+    for leaf, name in zip(leaves, names, strict=True):
+        if solver.check(z3.Not(name)) == z3.unsat:
+            fixed.append((leaf, name))
+        elif solver.check(name) == z3.unsat:
+            fixed.append((z3.Not(leaf), z3.Not(name)))
+    back = z3.Solver()
+    back.set("timeout", TIDY_MS)
+    back.add(*[n for _, n in fixed], z3.Not(g))
+    if back.check() != z3.unsat:
         return guard      # not a conjunction of literals: kept as it is
-    return z3.And(*(leaves[k] if rows[0][k] else z3.Not(leaves[k]) for k in fixed)) if fixed else z3.BoolVal(True)
+    return z3.And(*[lit for lit, _ in fixed]) if fixed else z3.BoolVal(True)
 
 
 def _comparisons(conditions: list[z3.BoolRef]) -> list[z3.BoolRef]:
@@ -151,10 +158,6 @@ def _literals(guard: z3.BoolRef) -> list[z3.BoolRef]:
         elif not (z3.is_true(t) or z3.is_false(t)):
             out.append(t)
     return out
-
-
-def _and(cond: z3.BoolRef, guard: z3.BoolRef) -> z3.BoolRef:
-    return cond if z3.is_true(guard) else z3.And(cond, guard)
 
 
 def _branches_a_sum(term: z3.ExprRef) -> bool:
