@@ -11,7 +11,7 @@ order, for the search to try (orchestrator/search.py); `propose` is the first, f
 Where no read's index moves by a constant stride (a transposed convolution's box (icg, k) flattened to m:
 its input and weight reads decode m by m / K and m % K), φ is read off two examples instead: at one
 assignment of the thread's symbols, the m whose reads are the source's at j = 0 and at j = 1, each unique,
-give φ(j) = m₀ + (m₁ - m₀)·j (`_by_example`, the last candidate).
+give φ(j) = m₀ + (m₁ - m₀)·j (`_by_example`, the second candidate).
 """
 
 from __future__ import annotations
@@ -43,10 +43,12 @@ def propose(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, targe
 
 def candidates(key: str, source: z3.ExprRef, source_var: z3.BitVecRef | None, target: z3.ExprRef,
                target_var: z3.BitVecRef) -> list[z3.BitVecRef]:
-    """The pairings' terms for target_var, first pairing first, without repeats."""
+    """The pairings' terms for target_var, without repeats: the first pairing, then the examples' progression,
+    then the other pairings (a 3-D box's reads offer more than MAX_CANDIDATES pairings, all wrong)."""
     found: list[z3.BitVecRef] = []
-    for term in itertools.chain(_pairings(source, target, target_var),
-                                _by_example(source, source_var, target, target_var)):
+    pairings = _pairings(source, target, target_var)
+    for term in itertools.chain(itertools.islice(pairings, 1), _by_example(source, source_var, target, target_var),
+                                pairings):
         if not any(z3.eq(term, t) for t in found):
             found.append(term)
             if len(found) == MAX_CANDIDATES:
