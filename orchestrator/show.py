@@ -30,7 +30,10 @@ def _rows(rows: list[str], what: str) -> list[str]:
     if not rows:
         return [f"  (no {what}: the pass did not run or produced none)"]
     cut = len(rows) - MAX_ROWS
-    return rows[:MAX_ROWS] + ([f"  ... {cut} more {what}"] if cut > 0 else [])
+    if cut <= 0:
+        return rows
+    # the first rows and the last: a proof that stops, stops at its last obligations
+    return rows[:MAX_ROWS // 2] + [f"  ... {cut} more {what}"] + rows[-(MAX_ROWS - MAX_ROWS // 2):]
 
 
 def _where(prepared: Prepared, loc: tuple[int, int] | None) -> str:

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from orchestrator.cli import main
-from orchestrator.show import STAGES
+from orchestrator.show import MAX_ROWS, STAGES, _rows
 from tests.tiny_tasks import write_task
 
 
@@ -108,3 +108,12 @@ def test_a_run_the_budget_stops_still_shows_what_finished(tasks) -> None:
     shown = sections(render(("ptx", "goals", "obligations"), prepared, report))
     assert ".entry" in shown["ptx"] and "did not run" in shown["goals"]
     assert len([row for row in shown["obligations"].splitlines() if row.startswith("  proved")]) == 2
+
+
+def test_a_long_stage_keeps_its_first_and_its_last_rows() -> None:
+    # a proof stops at its last obligations: a cut in the middle keeps them, and says how many it left out
+    rows = [f"  row {k}" for k in range(MAX_ROWS + 37)]
+    shown = _rows(rows, "obligations")
+    assert shown[0] == "  row 0" and shown[-1] == rows[-1]
+    assert "  ... 37 more obligations" in shown and len(shown) == MAX_ROWS + 1
+    assert _rows(rows[:MAX_ROWS], "obligations") == rows[:MAX_ROWS]

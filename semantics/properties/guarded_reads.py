@@ -28,11 +28,12 @@ from semantics.proof.rules import by_smt, conj, mp
 from semantics.terms import constants, is_read, reaching, subterms
 
 MIN_READS = 2      # fewer guarded reads: the plain query is small already
+PLAIN_READS = 9    # bare reads on each side that make a window (a 3 × 3 one) rather than an elementwise lane
 MODELS = 4         # models of the hypothesis the pairing is read off
 FACT_S = 20.0      # at most this long for one fact
 
 
-def _reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
+def reads(term: z3.ExprRef) -> list[tuple[z3.BoolRef, z3.ExprRef]]:
     """(taken, x[i]) of each read of each outermost guarded tap in `term` (`_guarded`): x[i] itself (taken
     always: a tap the compiler knows is inside), a product of taps, or If(g, r, 0) / If(g, 0, r) around one
     (the tap tests of a 2-D window, one per loop level)."""
@@ -105,7 +106,7 @@ def _signature(model: z3.ModelRef, taken: z3.BoolRef, read: z3.ExprRef) -> tuple
 
 def pairing(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef) -> list[tuple] | None:
     """Each kernel read with the one reference read that agrees with it in every model, or None."""
-    mine, theirs = _reads(kernel), _reads(reference)
+    mine, theirs = reads(kernel), reads(reference)
     if len(mine) < MIN_READS or len(mine) != len(theirs):
         return None
     models = _models(hypothesis)
@@ -124,13 +125,16 @@ def pairing(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef) -
 
 
 def applies(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef) -> bool:
-    """Whether the lane is a padded window: comprehension-free, as many reads on each side (at least
-    MIN_READS) and some of them guarded. Elementwise lanes (bare reads on both sides) never are."""
+    """Whether the lane is a window: comprehension-free, as many reads on each side (at least MIN_READS) and
+    some of them guarded, or at least PLAIN_READS bare ones summed with no real If on either side (a window
+    nvcc proved inside, the reference's unrolled: `guarded_sums.plain_window`; a max window's Ifs leave it to
+    `extremum_taps`). Elementwise lanes (a few bare reads on both sides) never are."""
     if reaching(claim, COMPREHENSIONS):
         return False
-    mine, theirs = _reads(kernel), _reads(reference)
+    mine, theirs = reads(kernel), reads(reference)
     return len(mine) >= MIN_READS and len(mine) == len(theirs) and \
-        any(not z3.is_true(taken) for taken, _ in mine + theirs)
+        (any(not z3.is_true(taken) for taken, _ in mine + theirs) or
+         len(mine) >= PLAIN_READS and not _tests(kernel) and not _tests(reference))
 
 
 def prove(claim: z3.BoolRef, kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef,

@@ -28,14 +28,14 @@ import z3
 from lean_pool.checker import Checker
 from semantics.comprehension import COMPREHENSIONS, SUM
 from semantics.proof import Refused, Theorem
-from semantics.properties import extremum_windows, guarded_trees
+from semantics.properties import extremum_windows, guarded_reads, guarded_trees
 from semantics.properties.compose import Step, by_atoms, unrolled_windows
 from semantics.properties.guarded_trees import atoms as _atoms
 from semantics.properties.unions import summands
-from semantics.terms import reaching, subterms
+from semantics.terms import outside_binders, reaching, subterms
 
 ZERO = z3.RealVal(0)
-MAX_WINDOW = 64   # terms a constant-range reference Sum (nested ones too) unrolls to against a comprehension-free
+MAX_WINDOW = 128  # terms a constant-range reference Sum (nested ones too) unrolls to against a comprehension-free
                  # kernel value: a pooling or convolution window, never a tensor extent
 
 
@@ -88,8 +88,11 @@ def rewrite(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3.BoolRef, c
     kernel, trees = guarded_trees.rewrite(kernel, reference, hypothesis, checker, timeout_s, record)
     steps += trees
     pulled, equation = _pulled(kernel, hypothesis, checker, timeout_s, record)
-    if equation is None:   # no conditional accumulation: not a padded window, the matcher's case
-        return kernel, reference, steps
+    if equation is None:   # no conditional accumulation: a window the compiler proved inside, or the matcher's case
+        if not plain_window(kernel, reference):
+            return kernel, reference, steps
+        reference, unrolled = unrolled_reference(kernel, reference, hypothesis, checker, timeout_s, record)
+        return kernel, reference, steps + unrolled
     steps.append(Step(kernel, reference, equation))
     kernel = pulled
     if reaching(kernel, COMPREHENSIONS):
@@ -102,6 +105,24 @@ def unrolled_reference(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3
                        timeout_s: float, record) -> tuple[z3.ExprRef, list[Step]]:
     """The reference with its small constant-range Sums unrolled (`window_terms`), with the steps that undo it."""
     return unrolled_windows(kernel, reference, (SUM,), window_terms, hypothesis, checker, timeout_s, record)
+
+
+def plain_window(kernel: z3.ExprRef, reference: z3.ExprRef) -> bool:
+    """Whether the kernel is a whole window of unguarded reads (nvcc unrolled the taps and proved each inside:
+    an average pooling without padding) against one small constant reference window with as many taps: at
+    least PLAIN_WINDOW of them, where the matcher's folding of the reads into families is the weaker way
+    (an 11 × 11 window folded as 9 + 110 + 2 terms); both are then compared read by read."""
+    if reaching(kernel, COMPREHENSIONS):
+        return False
+    windows = outside_binders(reference, (SUM,))
+    counts = [window_terms(t) for t in windows]
+    if len(windows) != 1 or counts[0] is None or counts[0] < PLAIN_WINDOW:
+        return False
+    reads = guarded_reads.reads(kernel)
+    return len(reads) == counts[0] and all(z3.is_true(taken) for taken, _ in reads)
+
+
+PLAIN_WINDOW = 9   # taps of the smallest 2-D window (3 × 3) compared read by read when none is guarded
 
 
 def window_terms(term: z3.ExprRef) -> int | None:
