@@ -110,19 +110,17 @@ def unrolled_reference(kernel: z3.ExprRef, reference: z3.ExprRef, hypothesis: z3
 def plain_window(kernel: z3.ExprRef, reference: z3.ExprRef) -> bool:
     """Whether the kernel is a whole window of unguarded reads (nvcc unrolled the taps and proved each inside:
     an average pooling without padding) against one small constant reference window with as many taps: at
-    least PLAIN_WINDOW of them, where the matcher's folding of the reads into families is the weaker way
-    (an 11 × 11 window folded as 9 + 110 + 2 terms); both are then compared read by read."""
+    least `guarded_reads.PLAIN_READS` of them (the lane that tactic then takes), where the matcher's folding of
+    the reads into families is the weaker way (an 11 × 11 window folded as 9 + 110 + 2 terms); both are then
+    compared read by read."""
     if reaching(kernel, COMPREHENSIONS):
         return False
     windows = outside_binders(reference, (SUM,))
     counts = [window_terms(t) for t in windows]
-    if len(windows) != 1 or counts[0] is None or counts[0] < PLAIN_WINDOW:
+    if len(windows) != 1 or counts[0] is None or counts[0] < guarded_reads.PLAIN_READS:
         return False
     reads = guarded_reads.reads(kernel)
     return len(reads) == counts[0] and all(z3.is_true(taken) for taken, _ in reads)
-
-
-PLAIN_WINDOW = 9   # taps of the smallest 2-D window (3 × 3) compared read by read when none is guarded
 
 
 def window_terms(term: z3.ExprRef) -> int | None:

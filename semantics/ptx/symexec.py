@@ -644,8 +644,9 @@ def feasible(condition: z3.BoolRef, solver: z3.Solver) -> bool:
     launch takes it. Asked purified first (divisions by constants named: equisatisfiable, the reading the
     obligations get), which settles a window's tap tests (bit 11 of 11·(q / 186 - 186·(q / 34596)) is clear)
     in milliseconds where the plain query runs out of the solver's timeout and keeps the path; then as it
-    stands (some plain queries are the quicker ones)."""
-    for formula in (purified(condition), condition):
+    stands (some plain queries are the quicker ones), unless purifying left it as it was."""
+    named = purified(condition)
+    for formula in (named,) if named.eq(condition) else (named, condition):
         solver.push()
         solver.add(formula)
         result = solver.check()
