@@ -14,6 +14,7 @@ import z3
 from semantics.ptx.bind import bind
 from semantics.ptx.machine import Buffer, Launch
 from semantics.ptx.parser import parse_ptx
+from semantics.ptx.state import KernelContext
 from semantics.ptx.symexec import execute, feasible
 
 TID, CTAID = z3.BitVec("tid.x", 32), z3.BitVec("ctaid.x", 32)
@@ -56,16 +57,17 @@ def test_the_solver_is_left_as_it_was():
     assert len(solver.assertions()) == 1 and solver.check() == z3.sat
 
 
-# A store behind a test every thread of a 256-thread block passes (tid.x < 1024), then one behind a test only
-# some pass (tid.x < 100).
+# A store behind a test every thread of a 256-thread block passes, then one behind a test only some pass
+# (tid.x < 100). The first test is `tid.x / 3 < 1000` (a division: left out of later guards, as a window's tap
+# tests are) or `tid.x < 1024` (linear: kept, a free lemma for later queries).
 HEAD = ".version 8.0\n.target sm_90\n.address_size 64\n"
 TWO_TESTS = HEAD + """.visible .entry t(.param .u64 t_param_0)
-{
+{{
 .reg .pred %p<3>; .reg .b32 %r<3>; .reg .b64 %rd<4>;
 ld.param.u64 %rd1, [t_param_0];
 cvta.to.global.u64 %rd2, %rd1;
 mov.u32 %r1, %tid.x;
-setp.ge.u32 %p1, %r1, 1024;
+{first}
 @%p1 bra $L_done;
 mul.wide.u32 %rd3, %r1, 4;
 add.s64 %rd3, %rd2, %rd3;
@@ -75,18 +77,33 @@ setp.ge.u32 %p2, %r1, 100;
 st.global.u32 [%rd2+2048], %r1;
 $L_done:
 ret;
-}
+}}
 """
+DIVIDED = "div.u32 %r2, %r1, 3;\nsetp.ge.u32 %p1, %r2, 1000;"
+LINEAR = "setp.ge.u32 %p1, %r1, 1024;"
 
 
-def test_a_condition_the_launch_implies_is_not_carried_into_later_guards():
-    kernel = parse_ptx(TWO_TESTS).kernels["t"]
+def _stores(first: str) -> tuple[list, KernelContext]:
+    kernel = parse_ptx(TWO_TESTS.format(first=first)).kernels["t"]
     y = Buffer("y", "int32", 1024, 4, "output")
     ctx = bind(kernel, Launch((1, 1, 1), (256, 1, 1)), [y], {"y": y})
     execute(kernel, ctx)
     stores = sorted((a for a in ctx.accesses if a.kind == "store"), key=lambda a: a.line)
     assert len(stores) == 2
-    assert z3.is_true(z3.simplify(stores[0].guard))    # tid.x < 1024 holds for every thread: not in the guard
+    return stores, ctx
+
+
+def test_an_implied_division_test_is_not_carried_into_later_guards():
+    stores, ctx = _stores(DIVIDED)
+    assert z3.is_true(z3.simplify(stores[0].guard))    # tid.x / 3 < 1000 holds for every thread: not in the guard
     solver = z3.Solver()                                # tid.x < 100 does not: the second store keeps it
     solver.add(z3.ULT(ctx.thread.tid[0], 256), z3.Not(stores[1].guard))
     assert solver.check() == z3.sat
+
+
+def test_an_implied_linear_test_is_kept_as_a_lemma():
+    stores, _ = _stores(LINEAR)
+    assert not z3.is_true(z3.simplify(stores[0].guard))
+    solver = z3.Solver()                                # the guard is tid.x < 1024, as the branch said
+    solver.add(z3.Not(stores[0].guard == z3.ULT(z3.BitVec("tid.x", 32), 1024)))
+    assert solver.check() == z3.unsat

@@ -29,7 +29,7 @@ from semantics.ptx.merge import Worklist
 from semantics.ptx.state import KernelContext, ThreadState, fresh_like
 from semantics.ptx.sync import SYNC
 from semantics.ptx.types import PtxType
-from semantics.purify import purified
+from semantics.purify import by_constant, purified
 from semantics.terms import constants, mentions
 
 MAX_PATHS = 2048
@@ -207,10 +207,12 @@ class Executor:
                 if not self._feasible(s):
                     continue
             taken.append((to, s))
-        if not stop and len(taken) == 1 and len(taken[0][1].path) > len(st.path):
-            # outside loops, with the other side dead: in the launch the path implies this condition, which would
-            # only be carried into every later access's guard (a window's tap tests, a division query each for
-            # coverage and every goal). In a loop body the path's tail is the loop's stay condition: kept whole.
+        if not stop and len(taken) == 1 and len(taken[0][1].path) > len(st.path) and by_constant(taken[0][1].path[-1]):
+            # outside loops, with the other side dead: in the launch the path implies this condition. One with a
+            # division (a window's tap test) would only be carried into every later access's guard, a division
+            # query each for coverage and every goal; a linear one (`r < rows` where the grid is exact) is a free
+            # lemma there (without it a row scan's lanes query ran out of 120 s). In a loop body the path's tail
+            # is the loop's stay condition: kept whole.
             taken[0][1].path.pop()
         successors = []
         for to, s in taken:
