@@ -7,9 +7,11 @@ functions (mpmath, 50 digits) and still differ. One table maps each z3 operator 
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from fractions import Fraction
+from typing import NamedTuple
 
 import mpmath
 import z3
@@ -18,7 +20,7 @@ from semantics import arg_extrema, sparse
 from semantics.axioms import IDEAL_FUNCTIONS
 from semantics.comprehension import MAX_FROM, PROD, SUM, body_at, is_comprehension
 from semantics.ptx.neginf import NEG_INF
-from semantics.terms import applications, subterms
+from semantics.terms import nodes, subterms, wrap
 
 mpmath.mp.dps = 50
 MAX_EXPANDED_TERMS = 1 << 16
@@ -88,13 +90,17 @@ class Evaluator:
         return result
 
     def _value(self, term: z3.ExprRef) -> object:
-        if z3.is_bv(term) and (folds := applications(term, arg_extrema.DECLS)):   # an argmax: folded here
-            term = z3.substitute(term, *[(f, z3.BitVecVal(self._arg_fold(f), 64)) for f in folds])
-        if z3.is_bv(term) and _has_reals(term):
-            term = self._decide_real_tests(term)
-        if z3.is_bv(term) or (z3.is_bool(term) and not _has_reals(term)):
-            v = self.model.eval(self._with_integer_reads(term), model_completion=True)
-            return v.as_long() if z3.is_bv_value(v) else z3.is_true(v)
+        if z3.is_bv(term) or z3.is_bool(term):
+            scan = _scan(term)
+            if z3.is_bv(term) and scan.folds:   # an argmax: folded here
+                term = z3.substitute(term, *[(f, z3.BitVecVal(self._arg_fold(f), 64)) for f in scan.folds])
+                scan = _scan(term)
+            if z3.is_bv(term) and scan.reals:
+                term = self._decide_real_tests(term)
+                scan = _scan(term)
+            if z3.is_bv(term) or not scan.reals:
+                v = self.model.eval(self._with_integer_reads(term, scan.reads), model_completion=True)
+                return v.as_long() if z3.is_bv_value(v) else z3.is_true(v)
         if z3.is_rational_value(term):
             frac = term.as_fraction()
             return mpmath.mpf(frac.numerator) / frac.denominator
@@ -114,12 +120,10 @@ class Evaluator:
         except ZeroDivisionError as exc:
             raise NotConcrete("division by zero") from exc
 
-    def _with_integer_reads(self, term: z3.ExprRef) -> z3.ExprRef:
-        """`term` with each integer input element it reads (a gathered index: `targets[r]`) replaced by its value:
-        the override given for that element (a witness's inputs), else the model's. Each is recorded, signed,
-        so a witness lists it for the concrete interpreter."""
-        reads = [t for t in subterms(term) if z3.is_app(t) and t.num_args() == 1 and z3.is_bv(t)
-                 and t.decl().kind() == z3.Z3_OP_UNINTERPRETED and t.decl().domain(0) == z3.BitVecSort(64)]
+    def _with_integer_reads(self, term: z3.ExprRef, reads: list[z3.ExprRef]) -> z3.ExprRef:
+        """`term` with each integer input element it reads (`reads`, a gathered index: `targets[r]`) replaced by
+        its value: the override given for that element (a witness's inputs), else the model's. Each is recorded,
+        signed, so a witness lists it for the concrete interpreter."""
         pairs = []
         for t in reads:
             index = self.value(t.arg(0))
@@ -332,8 +336,44 @@ def _real_test(t: z3.ExprRef) -> bool:
     return z3.is_bool(t) and z3.is_app(t) and any(z3.is_real(c) for c in t.children())
 
 
-def _has_reals(term: z3.ExprRef) -> bool:
-    return any(z3.is_real(t) for t in subterms(term))
+class _Scan(NamedTuple):
+    folds: list[z3.ExprRef]   # argmax/argmin folds (`arg_extrema`)
+    reals: bool               # a real-valued subterm
+    reads: list[z3.ExprRef]   # integer input reads: a unary bit-vector function of a 64-bit index
+
+
+def _scan(term: z3.ExprRef) -> _Scan:
+    """What `_value` asks of a Boolean or bit-vector term, in one walk over z3's raw ASTs: a witness's replay
+    evaluates tens of thousands of read indices (one per element of each sparse comprehension), and three
+    walks wrapping every node were most of a refutation's time (100 s of 103 on a 12,500-term row)."""
+    ref, ctx = term.ctx_ref(), term.ctx
+    folded = _folded()
+    folds, reals, reads = [], False, []
+    for _, ast in nodes(term):
+        kind = z3.Z3_get_ast_kind(ref, ast)
+        if kind not in (z3.Z3_APP_AST, z3.Z3_VAR_AST):
+            continue
+        sort = z3.Z3_get_sort(ref, ast)
+        reals = reals or z3.Z3_get_sort_kind(ref, sort) == z3.Z3_REAL_SORT
+        if kind != z3.Z3_APP_AST:
+            continue
+        decl = z3.Z3_get_app_decl(ref, ast)
+        if z3.Z3_get_ast_id(ref, z3.Z3_func_decl_to_ast(ref, decl)) in folded:
+            folds.append(wrap(ast, ctx))
+        elif z3.Z3_get_decl_kind(ref, decl) == z3.Z3_OP_UNINTERPRETED and z3.Z3_get_app_num_args(ref, ast) == 1 \
+                and z3.Z3_get_sort_kind(ref, sort) == z3.Z3_BV_SORT and _is_index64(ref, decl):
+            reads.append(wrap(ast, ctx))
+    return _Scan(folds, reals, reads)
+
+
+@functools.cache
+def _folded() -> frozenset[int]:
+    return frozenset(d.get_id() for d in arg_extrema.DECLS)
+
+
+def _is_index64(ref, decl) -> bool:
+    domain = z3.Z3_get_domain(ref, decl, 0)
+    return z3.Z3_get_sort_kind(ref, domain) == z3.Z3_BV_SORT and z3.Z3_get_bv_sort_size(ref, domain) == 64
 
 
 def differ(a: object, b: object) -> bool:

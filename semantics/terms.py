@@ -16,11 +16,11 @@ from z3.z3 import _to_expr_ref  # z3's own wrapper for an AST (what `children()`
 def subterms(term: z3.ExprRef, *more: z3.ExprRef) -> Iterator[z3.ExprRef]:
     """Every distinct subterm of `term` (and of `more`), itself included, each once (depth first)."""
     ctx = term.ctx
-    for _, ast in _nodes(term, *more):
+    for _, ast in nodes(term, *more):
         yield _to_expr_ref(ast, ctx)
 
 
-def _nodes(term: z3.ExprRef, *more: z3.ExprRef) -> Iterator[tuple[int, object]]:
+def nodes(term: z3.ExprRef, *more: z3.ExprRef) -> Iterator[tuple[int, object]]:
     """(id, raw AST) of every distinct subterm of `term` (and of `more`), the order of `subterms`. The walk
     speaks to z3's C API directly and wraps nothing: on terms of 10⁵–10⁶ shared nodes, creating a Python
     object per child visit (what `children()` does) was most of the time of a walk. The raw ASTs live as
@@ -56,13 +56,13 @@ def wrap(ast: object, ctx: z3.Context) -> z3.ExprRef:
 def larger_than(terms: list[z3.ExprRef], limit: int) -> bool:
     """Whether `terms` together have more than `limit` distinct subterms; the walk stops there, so asking
     costs at most `limit` visits however large the terms are."""
-    return bool(terms) and any(n > limit for n, _ in enumerate(_nodes(*terms), start=1))
+    return bool(terms) and any(n > limit for n, _ in enumerate(nodes(*terms), start=1))
 
 
 def applications(term: z3.ExprRef, decls: tuple[z3.FuncDeclRef, ...]) -> list[z3.ExprRef]:
     """The distinct subterms of `term` that apply one of `decls`, in the order of `subterms`."""
     ref, ctx, wanted = term.ctx_ref(), term.ctx, {d.get_id() for d in decls}
-    return [_to_expr_ref(ast, ctx) for _, ast in _nodes(term)
+    return [_to_expr_ref(ast, ctx) for _, ast in nodes(term)
             if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and _decl_id(ref, ast) in wanted]
 
 
@@ -79,7 +79,7 @@ def reaching_ids(term: z3.ExprRef, hit) -> set[int]:
     ref = term.ctx_ref()
     kids: dict[int, list[int]] = {}
     found: set[int] = set()
-    for i, ast in _nodes(term):
+    for i, ast in nodes(term):
         kids[i] = [j for j, _ in raw_arguments(ref, ast)]
         if hit(ast):
             found.add(i)
@@ -123,7 +123,7 @@ def constants(term: z3.ExprRef) -> list[z3.ExprRef]:
     """The uninterpreted constants (free symbols) of `term`, once each by name."""
     ref, ctx = term.ctx_ref(), term.ctx
     found: dict[str, z3.ExprRef] = {}
-    for _, ast in _nodes(term):
+    for _, ast in nodes(term):
         if z3.Z3_get_ast_kind(ref, ast) == z3.Z3_APP_AST and z3.Z3_get_app_num_args(ref, ast) == 0 and \
                 z3.Z3_get_decl_kind(ref, z3.Z3_get_app_decl(ref, ast)) == z3.Z3_OP_UNINTERPRETED:
             t = _to_expr_ref(ast, ctx)
