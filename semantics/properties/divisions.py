@@ -45,6 +45,8 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
             term = z3.substitute(term, (division, same[0]))
             continue
         cache_key = (dividend.get_id(), divisor)
+        if cache_key not in done and any(z3.is_var(u) for u in subterms(dividend)):
+            done[cache_key] = None   # under a binder: no closed claim states its split (z3 refuses it unread)
         if cache_key not in done:
             name = f"{key}:div{len(done)}"
             done[cache_key] = None
