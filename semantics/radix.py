@@ -75,15 +75,16 @@ def _liftable_ids(formula: z3.BoolRef) -> set[int]:
     return out
 
 
-def _divisions(formula: z3.BoolRef) -> list[z3.BitVecRef]:
-    """The subterms `_liftable` accepts, in the order of `subterms`."""
-    ids, ctx = _liftable_ids(formula), formula.ctx
+def _divisions(formula: z3.BoolRef, liftable: set[int] | None = None) -> list[z3.BitVecRef]:
+    """The subterms `_liftable` accepts (their ids `liftable`, where the caller has them), in the order of
+    `subterms`."""
+    ids, ctx = _liftable_ids(formula) if liftable is None else liftable, formula.ctx
     return [wrap(ast, ctx) for i, ast in nodes(formula) if i in ids]
 
 
-def _free_of_divisions(formula: z3.BoolRef) -> list[z3.BoolRef]:
-    """The conjuncts of `formula` that hold no subterm `_liftable` accepts."""
-    ref, liftable = formula.ctx_ref(), _liftable_ids(formula)
+def _free_of_divisions(formula: z3.BoolRef, liftable: set[int]) -> list[z3.BoolRef]:
+    """The conjuncts of `formula` that hold no subterm `_liftable` accepts (their ids `liftable`)."""
+    ref = formula.ctx_ref()
     holding = reaching_ids(formula, lambda ast: z3.Z3_get_ast_id(ref, ast) in liftable)
     return [c for c in conjuncts(formula) if c.get_id() not in holding]
 
@@ -127,8 +128,9 @@ def exact_divisions(formula: z3.BoolRef) -> z3.BoolRef:
     on are conjuncts about symbols and division-free forms (`Forms.state`), which no replacement touches."""
     for _ in range(MAX_ROUNDS):
         forms = Forms(Bounds(formula))
-        guards.state(forms, z3.And(_free_of_divisions(formula)))
-        pairs = [(t, r) for t in _divisions(formula) for r in [_exact(forms, t)] if r is not None]
+        liftable = _liftable_ids(formula)
+        guards.state(forms, z3.And(_free_of_divisions(formula, liftable)))
+        pairs = [(t, r) for t in _divisions(formula, liftable) for r in [_exact(forms, t)] if r is not None]
         if not pairs:
             break
         formula = z3.substitute(formula, *pairs)

@@ -11,6 +11,7 @@ import pytest
 import z3
 
 from semantics import guards, linear, purify, radix
+from semantics.terms import subterms
 
 W = 32
 
@@ -108,6 +109,26 @@ def test_rewritten_formulas_hold_exactly_where_the_formula_does(seed: int):
             formula = z3.And(*bounds, claim, z3.ULE(z3.URem(z3.UDiv(value, 37), 10), 9))
             expected = z3.is_true(z3.simplify(z3.substitute(formula, *point)))
             assert _holds(z3.substitute(purify.purified(formula), *point)) == expected
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_divisions_found_in_one_walk_are_those_liftable_names(seed: int):
+    """`_divisions` (one walk for the bound variables' reach, one for the divisions) finds exactly the subterms
+    `_liftable` accepts, in the order of `subterms`: on random index terms, and beside a lambda whose body divides
+    its bound variable (not liftable) and a constant (liftable)."""
+    rng = random.Random(seed)
+    a, b, c, bounds = _symbols()
+    value = z3.ZeroExt(16, a) + 37 * z3.ZeroExt(16, b) + 37000 * z3.ZeroExt(16, c)
+    leaves = [a, b, c, z3.UDiv(value, 37), z3.URem(z3.UDiv(value, 37), 10), z3.URem(value, 37), z3.UDiv(value, 0)]
+    k = z3.Var(0, z3.BitVecSort(W))
+    bound = z3.Lambda([z3.BitVec("k", W)], z3.UDiv(k, 3) + z3.URem(value, 7))   # a body under a binder
+    for _ in range(6):
+        formula = z3.And(*bounds, _random_term(rng, leaves, 3) == _random_term(rng, leaves, 3), bound[value] == 0)
+        expected = [t for t in subterms(formula) if radix._liftable(t)]
+        found = radix._divisions(formula)
+        assert len(found) == len(expected) and all(f.eq(e) for f, e in zip(found, expected, strict=True))
+        assert any(z3.is_app(t) and not radix._liftable(t) and t.decl().kind() == z3.Z3_OP_BUDIV
+                   and any(z3.is_var(u) for u in subterms(t)) for t in subterms(formula))
 
 
 def test_a_model_of_the_named_formula_is_a_model_of_the_formula():
