@@ -73,6 +73,7 @@ GROUPS: list[tuple[str, str, str]] = [
     ("semantics/tiling.py", TRUSTED, "tiled_union's coverage of a range by progressions (arithmetic, no rule)"),
     ("semantics/arg_extrema.py", TRUSTED, "the ArgMax/ArgMin fold constructors and their concrete meaning"),
     ("semantics/terms.py", TRUSTED, "term traversal"),
+    ("semantics/z3_accessors.py", TRUSTED, "z3's pure accessors called without their error check (speed)"),
     ("semantics/purify.py", TRUSTED, "divisions by constants named before solving (equisatisfiable)"),
     ("semantics/radix.py", TRUSTED, "purify's exact divisions and mixed-radix digits of index values"),
     ("semantics/linear.py", TRUSTED, "purify's linear forms of index terms (exact and modulo 2^w) and intervals"),
