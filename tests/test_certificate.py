@@ -23,6 +23,7 @@ from lean_pool.checker import PROVED, REFUTED
 from lean_pool.cvc5_checker import Cvc5Checker, standard_smt2
 from orchestrator.cert_schema import json_schema
 from orchestrator.cli import main
+from semantics.torch import capture
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (CUDA toolkit) not on PATH")
 
@@ -93,6 +94,15 @@ def write_task(folder: Path, kernel: str, ref: str, entry: str, grid: int, block
 def lark(*args: object) -> tuple[int, str]:
     result = CliRunner().invoke(main, [str(a) for a in args])
     return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_captures():
+    """`lark check` captures each reference afresh (caches are untrusted): through one warm worker here, a
+    fork each instead of torch's start each (the tests run a score of checks in this process)."""
+    capture.keep_warm()
+    yield
+    capture.stop_warm()
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.capture_cache import capture_ahead
+from orchestrator.manifest import load_task
+
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "examples" / "kernelbench_l1"
 PROBLEMS = sorted(p.parent for p in SUITE.glob("*/lark.toml"))
@@ -50,7 +53,13 @@ def test_every_problem_has_its_folder_and_files() -> None:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("lark-kb-cache")
+    """The subset's cache directory, its references captured ahead by two warm workers as `lark batch` does
+    (torch starts twice, not once per problem); each `lark verify` below reads its graph from there."""
+    root = tmp_path_factory.mktemp("lark-kb-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("LARK_CACHE_DIR", str(root))
+        capture_ahead([load_task(SUITE / name / "lark.toml").reference.source for name in SUBSET], workers=2)
+    return root
 
 
 def lark_verify(case: Path, cache: Path, *options: str) -> tuple[subprocess.CompletedProcess, dict]:

@@ -129,6 +129,15 @@ def keep_warm() -> None:
         _kept.start()
 
 
+def stop_warm() -> None:
+    """Stop the warm worker `keep_warm` started, if any: captures are cold again (each its own worker). A
+    test module that captures many references keeps one warm worker for its own tests only."""
+    global _kept
+    if _kept is not None:
+        _kept.stop()
+        _kept = None
+
+
 class WarmCapture:
     """One capture worker in serve mode (`_capture_worker --serve`), kept across captures. Captures run one
     at a time, each in its own forked child as in a batch, so none can affect another's graph. A worker that
@@ -206,6 +215,11 @@ class WarmCapture:
                 raise EOFError("the capture worker exited")
             data += chunk
         return unframed(data)
+
+    def stop(self) -> None:
+        """Kill the worker (and whatever it started); a later capture starts a new one."""
+        with self._lock:
+            self._stop()
 
     def _stop(self) -> None:
         if self._proc is not None:
