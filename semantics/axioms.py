@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import mpmath
 import z3
 
-from semantics.terms import subterms
+from semantics.terms import subterms, under_binder
 
 AXIOM_TABLE_VERSION = "2026.12.5"
 
@@ -188,4 +188,4 @@ def ground_facts(formula: z3.ExprRef) -> list[z3.BoolRef]:
     formula at all (the solver refuses it)."""
     return [FACTS[t.decl().name()](t, t.arg(0)) for t in subterms(formula)
             if z3.is_app(t) and t.num_args() == 1 and t.decl().name() in FACTS and t.decl() == ideal(t.decl().name())
-            and not any(z3.is_var(u) for u in subterms(t.arg(0)))]
+            and not under_binder(t.arg(0))]

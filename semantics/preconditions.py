@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 import z3
 
-from semantics.terms import subterms
+from semantics.terms import subterms, under_binder
 
 # contents function name -> (lo, hi) of the task being verified
 _RANGES: contextvars.ContextVar[tuple[tuple[str, int, int], ...]] = contextvars.ContextVar("ranges", default=())
@@ -52,7 +52,7 @@ def facts(formula: z3.BoolRef) -> tuple[z3.BoolRef, ...]:
     found = []
     for t in subterms(formula):
         if z3.is_app(t) and t.num_args() == 1 and z3.is_bv(t) and t.decl().name() in ranges \
-                and not any(z3.is_var(s) for s in subterms(t.arg(0))):
+                and not under_binder(t.arg(0)):
             lo, hi = ranges[t.decl().name()]
             found.append(z3.And(t >= lo, t <= hi))
     return tuple(found)

@@ -16,7 +16,7 @@ import z3
 
 from semantics import radix
 from semantics.linear import Bounds
-from semantics.terms import constants, subterms
+from semantics.terms import constants, subterms, under_binder
 
 DIVISIONS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BUDIV_I, z3.Z3_OP_BUREM_I)
 MEMO_SIZE = 256   # the last formulas purified: a search's winning candidate is asked again by the matcher
@@ -37,7 +37,7 @@ def _liftable(division: z3.ExprRef, bounds: Bounds) -> bool:
     """A division `purified` names: by a constant not a power of two (z3 reads those as bit extractions), of a
     dividend free of bound variables whose structural bound X leaves X + d below 2^w."""
     dividend, d = division.arg(0), division.arg(1).as_long()
-    return d & (d - 1) != 0 and not any(z3.is_var(u) for u in subterms(dividend)) and \
+    return d & (d - 1) != 0 and not under_binder(dividend) and \
         bounds(dividend) + d <= 1 << dividend.size()
 
 

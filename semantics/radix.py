@@ -45,7 +45,7 @@ import z3
 
 from semantics import guards
 from semantics.linear import Bounds, Form, Forms, build, conjuncts, form, is_arithmetic
-from semantics.terms import nodes, raw_arguments, reaching_ids, subterms, wrap
+from semantics.terms import nodes, raw_arguments, reaching_ids, under_binder, wrap
 
 QUOTIENTS = (z3.Z3_OP_BUDIV, z3.Z3_OP_BUDIV_I)
 REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I)
@@ -54,7 +54,7 @@ REMAINDERS = (z3.Z3_OP_BUREM, z3.Z3_OP_BUREM_I)
 def _liftable(term: z3.ExprRef) -> bool:
     """A division or remainder by a positive numeral whose dividend holds no bound variable."""
     return z3.is_app(term) and term.decl().kind() in QUOTIENTS + REMAINDERS and z3.is_bv_value(term.arg(1)) \
-        and term.arg(1).as_long() > 0 and not any(z3.is_var(u) for u in subterms(term.arg(0)))
+        and term.arg(1).as_long() > 0 and not under_binder(term.arg(0))
 
 
 def _liftable_ids(formula: z3.BoolRef) -> set[int]:

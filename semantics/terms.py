@@ -49,6 +49,12 @@ def raw_arguments(ref, ast) -> list[tuple[int, object]]:
     return [(z3.Z3_get_ast_id(ref, a), a) for a in asts]
 
 
+def under_binder(term: z3.ExprRef) -> bool:
+    """Whether `term` holds a bound variable (a quantifier's or lambda's body): no closed claim can state it."""
+    ref = term.ctx_ref()
+    return any(z3.Z3_get_ast_kind(ref, ast) == z3.Z3_VAR_AST for _, ast in nodes(term))
+
+
 def wrap(ast: object, ctx: z3.Context) -> z3.ExprRef:
     return _to_expr_ref(ast, ctx)
 

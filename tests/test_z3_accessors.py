@@ -8,7 +8,7 @@ import pytest
 import z3
 
 import semantics  # noqa: F401  (the package rebinds the accessors on import)
-from semantics.terms import subterms
+from semantics.terms import subterms, under_binder
 from semantics.z3_accessors import ACCESSORS, _raw, unchecked
 
 CORE = sys.modules["z3.z3core"]
@@ -42,3 +42,14 @@ def test_terms_read_through_the_raw_accessors_are_the_terms_built() -> None:
     assert {"x + y", "f(x*2)", "f(y) + 1", "2", "3"} <= names
     assert term.arg(1).decl().name() == "f" and term.arg(1).arg(0).arg(1).as_long() == 2
     assert z3.is_bv(term.arg(0).arg(0)) and term.arg(0).arg(0).size() == 32
+
+
+def test_a_bound_variable_is_found_inside_a_binder_and_nowhere_else() -> None:
+    """`terms.under_binder`, read through the raw accessors: a lambda's body holds its variable, and so does the
+    lambda (the walk looks inside binders, as `subterms` does); a term with no binder holds none."""
+    x, k = z3.BitVec("x", 32), z3.BitVec("k", 32)
+    lam = z3.Lambda([k], z3.UDiv(k, 3) + x)
+    body = lam.body()
+    assert under_binder(body) and under_binder(z3.UDiv(body, 5)) and under_binder(lam)
+    assert not under_binder(x * 2 + 1) and not under_binder(z3.UDiv(x, 3))
+    assert under_binder(z3.ForAll([k], k + x > 0).body())

@@ -24,7 +24,7 @@ from semantics.proof import Refused, Theorem
 from semantics.proof.indices import defines, divide_by_constant
 from semantics.proof.rules import by_smt
 from semantics.purify import by_constant, is_quotient
-from semantics.terms import subterms
+from semantics.terms import subterms, under_binder
 
 
 def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: Checker, timeout_s: float,
@@ -45,7 +45,7 @@ def rewrite(term: z3.ExprRef, hypothesis: z3.BoolRef, split: Callable, checker: 
             term = z3.substitute(term, (division, same[0]))
             continue
         cache_key = (dividend.get_id(), divisor)
-        if cache_key not in done and any(z3.is_var(u) for u in subterms(dividend)):
+        if cache_key not in done and under_binder(dividend):
             done[cache_key] = None   # under a binder: no closed claim states its split (z3 refuses it unread)
         if cache_key not in done:
             name = f"{key}:div{len(done)}"
@@ -80,12 +80,12 @@ def _same_division(division: z3.ExprRef, kernel: z3.ExprRef | None, hypothesis: 
     reference's e / W of an output row the kernel took apart as idx / W, with e and idx the same index written
     at different widths. Proved by `by_smt`, which never builds the divider (z3 identifies the dividends first);
     the equation is the step itself, so no Euclidean split is asked (at 64 bits z3 often cannot prove one)."""
-    if kernel is None or any(z3.is_var(u) for u in subterms(division)):   # a binder's body: no closed claim
+    if kernel is None or under_binder(division):   # a binder's body: no closed claim
         return None
     d, width = division.arg(1).as_long(), division.size()
     for t in by_constant(kernel):
         if t.arg(1).as_long() != d or is_quotient(t) != is_quotient(division) or t.size() > width or \
-                t.eq(division) or any(z3.is_var(u) for u in subterms(t)):
+                t.eq(division) or under_binder(t):
             continue
         candidate = z3.ZeroExt(width - t.size(), t) if t.size() < width else t
         try:
@@ -115,7 +115,7 @@ def through_quotients(kernel: z3.ExprRef | None, dividend: z3.BitVecRef,
     for t in subterms(kernel):
         if z3.is_app(t) and t.decl().kind() in QUOTIENTS and z3.is_bv_value(t.arg(1)) and \
                 t.arg(1).as_long() > 0 and divisor % t.arg(1).as_long() == 0 and t.size() <= dividend.size() and \
-                not any(z3.is_var(u) for u in subterms(t)):
+                not under_binder(t):
             grow = dividend.size() - t.size()
             quotient = QUOTIENTS[t.decl().kind()](grow, t) if grow else t
             rest = divisor // t.arg(1).as_long()
