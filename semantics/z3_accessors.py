@@ -1,10 +1,10 @@
-"""z3's pure accessors called without their error check: a fifth of a verification's time, measured.
+"""z3's pure accessors called without their error check: a fifth to a third of a verification's time.
 
 z3's Python API wraps every C function in a Python function that calls it and then asks the context for an
 error code (`Elementaries.Check`: a second Python call and a second C call). For the accessors a term walk
 calls millions of times (the kind, id, arguments and sort of an AST, reference counting), that wrapping was
-17-22% of `lark verify`'s wall time (triton_row_sum_loop 62.8 s -> 52.2 s, shared_block_max 53.8 s ->
-41.7 s). Each name in ACCESSORS is rebound, in z3's own modules, to the ctypes function its wrapper calls.
+21-31% of `lark verify`'s wall time (cold: triton_row_sum_loop 62.8 s -> 49.4 s, shared_block_max 53.8 s ->
+37.0 s). Each name in ACCESSORS is rebound, in z3's own modules, to the ctypes function its wrapper calls.
 
 Why this is sound: an accessor only reads an AST the caller already holds; on a valid one it cannot fail, and
 z3's Python layer checks its arguments before the call (`arg(i)` asserts `i < num_args()`). Every z3 API call

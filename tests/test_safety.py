@@ -191,6 +191,7 @@ def test_symbolic_size_out_of_bounds_names_a_size_past_the_buffer(cache: Path) -
 CASES = sorted(SAFETY.glob("*/lark.toml"))
 SOLO = {"shared_tree_reduction", "symbolic_n_grid_stride", "race_tree_reduction_no_sync", "race_shared_data_index",
         "barrier_divergent_loop_trip", "nested_conv1d_long_window", "syncwarp_exchange"}
+SOLO_CASES = [m for m in CASES if m.parent.name in SOLO]
 
 
 def check_expected(case: Path, result: dict) -> None:
@@ -211,8 +212,7 @@ def check_expected(case: Path, result: dict) -> None:
         assert detail.lower() in (result["reason"] or "").lower(), shown
 
 
-@pytest.mark.parametrize("manifest", [m for m in CASES if m.parent.name in SOLO],
-                         ids=[m.parent.name for m in CASES if m.parent.name in SOLO])
+@pytest.mark.parametrize("manifest", SOLO_CASES, ids=[m.parent.name for m in SOLO_CASES])
 def test_safety_example_alone(manifest: Path, cache: Path) -> None:
     status, result = lark_verify(manifest, cache)
     check_expected(manifest.parent, result)
