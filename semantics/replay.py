@@ -24,6 +24,9 @@ from semantics.terms import nodes, subterms, wrap
 
 mpmath.mp.dps = 50
 MAX_EXPANDED_TERMS = 1 << 16
+# Terms one evaluation expands in all (a reduction nested in another's body, at each outer index, is expanded
+# again): a replay's cost is bounded by the witness, not by the product of nested reduction lengths.
+MAX_TOTAL_TERMS = 1 << 18
 SPARSE_FROM = 64   # longer comprehensions are replayed from their special terms when their body allows
 EXACT_CONSTANTS = {"ln2": lambda: mpmath.log(2)}
 
@@ -80,6 +83,7 @@ class Evaluator:
         self.memo: dict[int, tuple[z3.ExprRef, object]] = {}
         self._tables: dict[str, tuple[set[int], Fraction | None]] = {}
         self._given_defaults = {name for name, index in self.overrides if index is None}
+        self.expanded = 0   # terms expanded one by one so far (MAX_TOTAL_TERMS)
 
     def value(self, term: z3.ExprRef) -> object:
         hit = self.memo.get(term.get_id())
@@ -162,6 +166,9 @@ class Evaluator:
         if values is None:
             if hi - lo > MAX_EXPANDED_TERMS:
                 raise NotConcrete(f"a reduction over {hi - lo} terms")
+            self.expanded += max(0, hi - lo)
+            if self.expanded > MAX_TOTAL_TERMS:
+                raise NotConcrete(f"reductions over more than {MAX_TOTAL_TERMS} terms in all")
             # simplified once instantiated: index conditions over concrete values fold to constants (a tiled
             # kernel's guards), instead of being evaluated one model query at a time; simplification keeps the value
             values = [self.value(z3.simplify(body_at(lam, z3.BitVecVal(j, 64))))

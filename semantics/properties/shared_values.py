@@ -31,26 +31,40 @@ from semantics.properties.common import sites
 from semantics.properties.races import OTHER, second_thread
 from semantics.ptx.machine import Launch, Thread
 from semantics.ptx.state import Access, KernelContext, SharedRead
-from semantics.terms import subterms
+from semantics.terms import subterms, under_binder
 
 
 def _substitute(term: z3.ExprRef, pairs: list, normal: Normalizer) -> z3.ExprRef:
     """Each read placeholder f(reader coordinates) replaced by its value; an application of f to other
     coordinates (a value shuffled in from another lane) by the value with those coordinates substituted.
-    The result is in `normal`'s form: each lane's copy of a reduction read across lanes is then one term."""
+    The result is in `normal`'s form: each lane's copy of a reduction read across lanes is then one term.
+    An application under a binder (a read in a loop body, `memory._interval_read`, inside a comprehension
+    over its iteration) speaks of the bound variable, which `z3.substitute` does not match: such
+    applications are replaced as macros, f ↦ its value over de Bruijn variables (`z3.substitute_funs`)."""
     if not pairs:
         return term
     values = {symbol.decl().name(): (symbol, value) for symbol, value in pairs}
     found = [t for t in subterms(term) if z3.is_app(t) and t.num_args() and t.decl().name() in values]
     if not found:
         return term
-    replaced = []
+    replaced, bound = [], {}
     for app in found:
         symbol, value = values[app.decl().name()]
+        if under_binder(app):
+            bound[app.decl().name()] = (symbol, value)
+            continue
         # the coordinates in normal form first: lanes that name one thread alike then share one value
         at = [normal(c) for c in app.children()]
         replaced.append((app, normal(z3.substitute(value, *zip(symbol.children(), at, strict=True)))))
-    return normal.uniform(z3.substitute(term, *replaced))
+    term = z3.substitute(term, *replaced) if replaced else term
+    if bound:
+        macros = []
+        for symbol, value in bound.values():
+            variables = [z3.Var(i, c.sort()) for i, c in enumerate(symbol.children())]
+            macros.append((symbol.decl(), z3.substitute(normal(value), *zip(symbol.children(), variables,
+                                                                            strict=True))))
+        term = z3.substitute_funs(term, *macros)
+    return normal.uniform(term)
 
 
 def _resolved(access: Access, pairs: list, normal: Normalizer) -> Access:
@@ -90,6 +104,9 @@ class Resolver:
                 access.guard, access.offset, access.values = resolved.guard, resolved.offset, resolved.values
 
     def _value(self, read: SharedRead, stores: list[Access], pairs: list) -> z3.ExprRef:
+        if any(self._unforwarded(read, a) for a in self.ctx.accesses):
+            return self._opaque(read, "a store or atomic of its own barrier interval that is not forwarded to it "
+                                      "(in or after a loop) may have written it")
         reader_guard, reader_offset = (_substitute(t, pairs, self.normal) for t in (read.guard, read.offset))
         candidates = sorted((s for s in stores if s.buffer == read.buffer and s.phase < read.phase),
                             key=lambda s: -s.phase)
@@ -116,6 +133,16 @@ class Resolver:
         for condition, stored in reversed(chain[:-1]):
             value = z3.If(condition, stored, value)
         return value
+
+    @staticmethod
+    def _unforwarded(read: SharedRead, access: Access) -> bool:
+        """An access to the read's buffer in the read's own barrier interval that symbolic execution does not
+        forward to the read (`memory._read_element` forwards only this path's stores made outside and before
+        any loop): a store in or after a loop, or an atomic. If the reader made it, the read sees its value,
+        not an earlier interval's; if another thread did, that is a race. Either way the chain below would
+        miss it, so the read stays opaque."""
+        return (access.space == "shared" and access.buffer == read.buffer and access.phase == read.phase
+                and (access.kind == "atomic" or (access.kind == "store" and bool(access.loops))))
 
     def _resolved_store(self, store: Access, pairs: list) -> Access:
         """The store with its own shared reads resolved. Reads are resolved in phase order and a store's reads

@@ -161,6 +161,9 @@ def _read_element(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, s
     if buffer.role == "shared" and state.phase > 0 and not state.in_body and state.recording \
             and state.phase_extra is None:
         value = _pending_shared_read(state, buffer, index, ins, sort, elem_bytes)
+    elif buffer.role == "shared" and state.phase > 0 and state.phase_extra is None and state.generic is not None \
+            and state.generic[3]:
+        value = _interval_read(state, buffer, index, ins, sort, elem_bytes)
     elif buffer.role == "shared" and (state.in_body or state.phase_extra is not None) and state.barriers:
         kind = _shared_sort(state, buffer, sort, elem_bytes)   # (what was stored there: reals through .b32)
         value = state.opaque(z3.Const("v", kind), f"values read from shared memory in or after a loop with barriers "
@@ -190,7 +193,7 @@ def _read_back(state: ThreadState, buffer, lane: int, ins: Instr, sort, record: 
         raise Unsupported(f"a read of written buffer `{buffer.name}` after a loop with barriers", where)
     coordinates = state.ctx.thread.variables()
     if state.generic is not None and len(state.loops) == 1:   # a loop body (its generic run or its real pass)
-        iteration, _, key = state.generic
+        iteration, _, key, _ = state.generic
         name, args = f"readback!{buffer.name}!{ins.line}.{lane}!{key}", [*coordinates, iteration]
     elif state.generic is None and not state.loops and state.recording:
         name, args = f"readback!{buffer.name}!{ins.line}.{lane}!{state.ctx.fresh()}", coordinates
@@ -221,6 +224,29 @@ def _pending_shared_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: I
     return symbol
 
 
+def _interval_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort,
+                   elem_bytes: int) -> z3.ExprRef:
+    """A shared read in the body of a loop without barriers (a loop nest, when every loop of it has none), after a
+    barrier and after no loop with barriers: the placeholder `f(reader coordinates, byte offset)`, one function
+    per buffer and barrier interval. Its index may speak of the loop's iteration (the generic run's header
+    symbols, the real pass's k, a comprehension's bound variable), so the placeholder takes the offset as an
+    argument instead of standing for one read: the generic run and the real pass then read the same term, and
+    an accumulation over the reads becomes a comprehension over f(..., o(j)). `semantics.properties.shared_values`
+    defines f by the offset's last writer in an earlier interval, as it resolves a read outside loops; a store
+    of this interval in a loop makes it opaque there (`Resolver._unforwarded`)."""
+    sort = _shared_sort(state, buffer, sort, elem_bytes)
+    name = f"shared_at!{buffer.name}!{state.phase}!{elem_bytes}!{sort}"
+    coordinates = state.ctx.thread.variables()
+    read = next((r for r in state.ctx.shared_reads if r.symbol.decl().name() == name), None)
+    if read is None:
+        offset = z3.BitVec(f"offset!{name}", 64)
+        func = z3.Function(name, *[c.sort() for c in coordinates], offset.sort(), sort)
+        read = SharedRead(func(*coordinates, offset), buffer.name, offset, elem_bytes, state.phase, z3.BoolVal(True),
+                          ins.line)
+        state.ctx.shared_reads.append(read)
+    return read.symbol.decl()(*coordinates, simplify(index * elem_bytes))
+
+
 def _shared_sort(state: ThreadState, buffer, sort, elem_bytes: int):
     """An untyped (.b32) shared load reads whatever kind of value was stored: Triton moves floats through
     shared memory as .b32. The placeholder takes the kind of the earlier stores to the buffer when they
@@ -238,7 +264,7 @@ def _loop_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, sort
     accumulation over it is recognised; the real pass reads R at its iteration k, the same value. R is resolved
     to the same-iteration writer's value (or made opaque) by `semantics.properties.loop_shared` once every
     store is known."""
-    iteration, base, key = state.generic
+    iteration, base, key, _ = state.generic
     name = f"shared_loop!{key}!{buffer.name}!{sort}"
     read = state.ctx.loop_reads.get(name)
     if read is None or read.elem_bytes != elem_bytes:

@@ -285,7 +285,7 @@ class Executor:
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
         body_state.in_body = True
-        body_state.generic = (k, len(st.barriers), iteration)
+        body_state.generic = (k, len(st.barriers), iteration, self._barrier_free(header, latch))
         if per_iteration:
             body_state.phase_extra = loop_phases.completed(st.phase_extra, k, len(per_iteration))
         at_k = [(induction_syms[r], _symbol_of(_advance(st.regs[r], steps[r], k))) for r in steps]
@@ -462,6 +462,9 @@ class Executor:
                 if target is not None and header < target <= latch:
                     raise Unsupported("a jump into the middle of a loop", where)
 
+    def _barrier_free(self, header: int, latch: int) -> bool:
+        return not any(isinstance(item, Instr) and item.opcode in BARRIERS for item in self.body[header:latch + 1])
+
     def _written_registers(self, header: int, latch: int) -> set[str]:
         return {r for item in self.body[header:latch + 1] if isinstance(item, Instr) for r in _dests(item)}
 
@@ -478,7 +481,7 @@ class Executor:
         generic.loops = st.loops + ((None, None),)
         generic.entered_loop = True
         iteration = z3.BitVec(f"iteration!{self.ctx.fresh()}", 64)
-        generic.generic = (iteration, len(st.barriers), iteration)
+        generic.generic = (iteration, len(st.barriers), iteration, self._barrier_free(header, latch))
         symbols = {}
         for r in sorted(written):   # in one order in every process (a set's order is not): fresh names numbered
             if r in st.regs:
