@@ -256,16 +256,25 @@ class Evaluator:
             return None, (None, 0)
         for read in sparse.reads_of(body, j):   # every other element: the default (the model's else value)
             self.overrides.setdefault((read.decl().name(), None), self._table(read.decl())[1])
-        values = [self.value(z3.substitute(body, (j, z3.BitVecVal(k, 64)))) for k in special]
+        template = self._bit_vectors_fixed(body, j)
+        values = [self.value(z3.simplify(z3.substitute(template, (j, z3.BitVecVal(k, 64))))) for k in special]
         others = hi - lo - len(special)
         if not others:
             return values, (None, 0)
         other = sparse.other_index(special, lo, hi)
-        value = self.value(z3.substitute(body, (j, z3.BitVecVal(other, 64))))
+        value = self.value(z3.simplify(z3.substitute(template, (j, z3.BitVecVal(other, 64)))))
         for read in sparse.reads_of(body, j):   # the result depends on each input's default: a witness names it
             default = (read.decl().name(), None)
             self.reads[default] = self.overrides[default]
         return values, (value, others)
+
+    def _bit_vectors_fixed(self, body: z3.ExprRef, j: z3.BitVecRef) -> z3.ExprRef:
+        """`body` with its bit-vector symbols but j (a witness's thread and block ids) at their model values, as
+        `value` evaluates them (a bit-vector term goes to the model), simplified once: each of the thousands of
+        terms a sparse comprehension replays then has numeral indices, instead of one walk and one model query
+        per index."""
+        pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(body, j) if z3.is_bv(c)]
+        return z3.simplify(z3.substitute(body, *pairs)) if pairs else body
 
     def _explicit(self, decl: z3.FuncDeclRef) -> list[int] | None:
         """The elements of an input with a value of their own (the model's table, the overrides); None when the
