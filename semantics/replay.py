@@ -227,8 +227,7 @@ class Evaluator:
         body = body_at(lam, j)
 
         def concrete(t: z3.ExprRef) -> z3.ExprRef:
-            pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(t, j)]
-            return z3.simplify(z3.substitute(t, *pairs) if pairs else t)
+            return self._at_model(t, j)
 
         pieces = sparse.guard_pieces(body, j, lo, hi, concrete)
         if pieces is None:
@@ -256,7 +255,7 @@ class Evaluator:
             return None, (None, 0)
         for read in sparse.reads_of(body, j):   # every other element: the default (the model's else value)
             self.overrides.setdefault((read.decl().name(), None), self._table(read.decl())[1])
-        template = self._bit_vectors_fixed(body, j)
+        template = self._at_model(body, j, bit_vectors_only=True)
         values = [self.value(z3.simplify(z3.substitute(template, (j, z3.BitVecVal(k, 64))))) for k in special]
         others = hi - lo - len(special)
         if not others:
@@ -268,13 +267,14 @@ class Evaluator:
             self.reads[default] = self.overrides[default]
         return values, (value, others)
 
-    def _bit_vectors_fixed(self, body: z3.ExprRef, j: z3.BitVecRef) -> z3.ExprRef:
-        """`body` with its bit-vector symbols but j (a witness's thread and block ids) at their model values, as
-        `value` evaluates them (a bit-vector term goes to the model), simplified once: each of the thousands of
-        terms a sparse comprehension replays then has numeral indices, instead of one walk and one model query
-        per index."""
-        pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(body, j) if z3.is_bv(c)]
-        return z3.simplify(z3.substitute(body, *pairs)) if pairs else body
+    def _at_model(self, term: z3.ExprRef, j: z3.BitVecRef, bit_vectors_only: bool = False) -> z3.ExprRef:
+        """`term` with its symbols but j at their model values, simplified. With `bit_vectors_only`, only the
+        bit-vector ones (a witness's thread and block ids), as `value` evaluates them (a bit-vector term goes to
+        the model): each of the thousands of terms a sparse comprehension replays then has numeral indices,
+        instead of one walk and one model query per index."""
+        pairs = [(c, self.model.eval(c, model_completion=True)) for c in sparse.free_symbols(term, j)
+                 if z3.is_bv(c) or not bit_vectors_only]
+        return z3.simplify(z3.substitute(term, *pairs) if pairs else term)
 
     def _explicit(self, decl: z3.FuncDeclRef) -> list[int] | None:
         """The elements of an input with a value of their own (the model's table, the overrides); None when the

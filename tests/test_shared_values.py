@@ -13,8 +13,8 @@ import z3
 
 from semantics.canonical import Normalizer
 from semantics.comprehension import SUM, sum_over
-from semantics.properties.shared_values import Resolver, _substitute
-from semantics.ptx.state import Access, SharedRead
+from semantics.properties.shared_values import _substitute, unforwarded_intervals
+from semantics.ptx.state import Access
 from semantics.terms import subterms
 
 BV = z3.BitVecSort(64)
@@ -65,8 +65,10 @@ def _access(kind: str, loops: tuple, phase: int) -> Access:
 
 
 def test_a_store_of_the_reads_own_interval_in_or_after_a_loop_makes_it_opaque() -> None:
-    read = SharedRead(F(CTA, TID, OFFSET), "s", OFFSET, 4, 2, z3.BoolVal(True), 20)
-    assert Resolver._unforwarded(read, _access("store", (("loop", "k"),), 2))
-    assert Resolver._unforwarded(read, _access("atomic", (), 2))
-    assert not Resolver._unforwarded(read, _access("store", (), 2))        # forwarded by symbolic execution
-    assert not Resolver._unforwarded(read, _access("store", (("loop", "k"),), 1))   # an earlier interval
+    """A read of interval 2 of buffer s stays opaque exactly when the interval is among these."""
+    def opaque(*accesses: Access) -> bool:
+        return ("s", 2) in unforwarded_intervals(list(accesses))
+    assert opaque(_access("store", (("loop", "k"),), 2))
+    assert opaque(_access("atomic", (), 2))
+    assert not opaque(_access("store", (), 2))        # forwarded by symbolic execution
+    assert not opaque(_access("store", (("loop", "k"),), 1))   # an earlier interval

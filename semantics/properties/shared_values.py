@@ -67,6 +67,16 @@ def _substitute(term: z3.ExprRef, pairs: list, normal: Normalizer) -> z3.ExprRef
     return normal.uniform(term)
 
 
+def unforwarded_intervals(accesses: list[Access]) -> set[tuple[str, int]]:
+    """(buffer, phase) of each barrier interval holding a shared access that symbolic execution does not forward
+    to a later read of the interval (`memory._read_element` forwards only this path's stores made outside and
+    before any loop): a store in or after a loop, or an atomic. If the reader made it, the read sees its value,
+    not an earlier interval's; if another thread did, that is a race. Either way the chain of earlier writers
+    would miss it, so a read of such an interval stays opaque."""
+    return {(a.buffer, a.phase) for a in accesses
+            if a.space == "shared" and (a.kind == "atomic" or (a.kind == "store" and bool(a.loops)))}
+
+
 def _resolved(access: Access, pairs: list, normal: Normalizer) -> Access:
     return dataclasses.replace(access, guard=_substitute(access.guard, pairs, normal),
                                offset=_substitute(access.offset, pairs, normal),
@@ -91,10 +101,16 @@ class Resolver:
         pairs: list[tuple[z3.ExprRef, z3.ExprRef]] = []
         stores = [a for a in self.ctx.accesses if a.space == "shared" and a.kind == "store"]
         atomics = {(a.buffer, a.phase) for a in self.ctx.accesses if a.space == "shared" and a.kind == "atomic"}
+        unforwarded = unforwarded_intervals(self.ctx.accesses)
         for read in sorted(self.ctx.shared_reads, key=lambda r: r.phase):
             if any(buffer == read.buffer and phase < read.phase for buffer, phase in atomics):
                 # what atomics leave behind is a sum over threads, not one writer's value: not resolved here
                 pairs.append((read.symbol, self._opaque(read, "atomics updated the array before it")))
+                continue
+            if (read.buffer, read.phase) in unforwarded:
+                pairs.append((read.symbol, self._opaque(read, "a store or atomic of its own barrier interval that is "
+                                                              "not forwarded to it (in or after a loop) may have "
+                                                              "written it")))
                 continue
             value = self._value(read, stores, pairs)
             pairs.append((read.symbol, value))
@@ -104,9 +120,6 @@ class Resolver:
                 access.guard, access.offset, access.values = resolved.guard, resolved.offset, resolved.values
 
     def _value(self, read: SharedRead, stores: list[Access], pairs: list) -> z3.ExprRef:
-        if any(self._unforwarded(read, a) for a in self.ctx.accesses):
-            return self._opaque(read, "a store or atomic of its own barrier interval that is not forwarded to it "
-                                      "(in or after a loop) may have written it")
         reader_guard, reader_offset = (_substitute(t, pairs, self.normal) for t in (read.guard, read.offset))
         candidates = sorted((s for s in stores if s.buffer == read.buffer and s.phase < read.phase),
                             key=lambda s: -s.phase)
@@ -133,16 +146,6 @@ class Resolver:
         for condition, stored in reversed(chain[:-1]):
             value = z3.If(condition, stored, value)
         return value
-
-    @staticmethod
-    def _unforwarded(read: SharedRead, access: Access) -> bool:
-        """An access to the read's buffer in the read's own barrier interval that symbolic execution does not
-        forward to the read (`memory._read_element` forwards only this path's stores made outside and before
-        any loop): a store in or after a loop, or an atomic. If the reader made it, the read sees its value,
-        not an earlier interval's; if another thread did, that is a race. Either way the chain below would
-        miss it, so the read stays opaque."""
-        return (access.space == "shared" and access.buffer == read.buffer and access.phase == read.phase
-                and (access.kind == "atomic" or (access.kind == "store" and bool(access.loops))))
 
     def _resolved_store(self, store: Access, pairs: list) -> Access:
         """The store with its own shared reads resolved. Reads are resolved in phase order and a store's reads

@@ -233,7 +233,7 @@ def _interval_read(state: ThreadState, buffer, index: z3.BitVecRef, ins: Instr, 
     argument instead of standing for one read: the generic run and the real pass then read the same term, and
     an accumulation over the reads becomes a comprehension over f(..., o(j)). `semantics.properties.shared_values`
     defines f by the offset's last writer in an earlier interval, as it resolves a read outside loops; a store
-    of this interval in a loop makes it opaque there (`Resolver._unforwarded`)."""
+    of this interval in a loop makes it opaque there (`shared_values.unforwarded_intervals`)."""
     sort = _shared_sort(state, buffer, sort, elem_bytes)
     name = f"shared_at!{buffer.name}!{state.phase}!{elem_bytes}!{sort}"
     coordinates = state.ctx.thread.variables()

@@ -251,8 +251,7 @@ class Executor:
         where = f"loop at line {self.body[header].line}"
         if latch > outer[1]:
             raise Unsupported("a loop whose back edge lies after its enclosing loop's", where)
-        barriers = [item.line for item in self.body[outer[0]:outer[1] + 1]
-                    if isinstance(item, Instr) and item.opcode in BARRIERS]
+        barriers = self._barrier_lines(*outer)
         if barriers:
             raise Unsupported("a barrier in a loop nest (barriers in nested loops are not modelled)",
                               f"line {barriers[0]}")
@@ -285,7 +284,7 @@ class Executor:
         body_state.loops = st.loops + ((info, k),)
         body_state.entered_loop = True
         body_state.in_body = True
-        body_state.generic = (k, len(st.barriers), iteration, self._barrier_free(header, latch))
+        body_state.generic = (k, len(st.barriers), iteration, not self._barrier_lines(header, latch))
         if per_iteration:
             body_state.phase_extra = loop_phases.completed(st.phase_extra, k, len(per_iteration))
         at_k = [(induction_syms[r], _symbol_of(_advance(st.regs[r], steps[r], k))) for r in steps]
@@ -462,8 +461,10 @@ class Executor:
                 if target is not None and header < target <= latch:
                     raise Unsupported("a jump into the middle of a loop", where)
 
-    def _barrier_free(self, header: int, latch: int) -> bool:
-        return not any(isinstance(item, Instr) and item.opcode in BARRIERS for item in self.body[header:latch + 1])
+    def _barrier_lines(self, header: int, latch: int) -> list[int]:
+        """The lines of the barriers in the body range [header, latch]."""
+        return [item.line for item in self.body[header:latch + 1]
+                if isinstance(item, Instr) and item.opcode in BARRIERS]
 
     def _written_registers(self, header: int, latch: int) -> set[str]:
         return {r for item in self.body[header:latch + 1] if isinstance(item, Instr) for r in _dests(item)}
@@ -481,7 +482,7 @@ class Executor:
         generic.loops = st.loops + ((None, None),)
         generic.entered_loop = True
         iteration = z3.BitVec(f"iteration!{self.ctx.fresh()}", 64)
-        generic.generic = (iteration, len(st.barriers), iteration, self._barrier_free(header, latch))
+        generic.generic = (iteration, len(st.barriers), iteration, not self._barrier_lines(header, latch))
         symbols = {}
         for r in sorted(written):   # in one order in every process (a set's order is not): fresh names numbered
             if r in st.regs:
